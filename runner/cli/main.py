@@ -1,0 +1,188 @@
+"""The ``runner`` command (typer). The only layer that prints and chooses exit codes.
+
+Heavy modules are imported inside the commands that need them, so ``runner --help`` and
+``runner validate`` start fast (SPEC section 14).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from runner import __version__
+from runner.errors import ConfigError, ConfigErrors, RunnerError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="runner",
+    help="A declarative agent runner: an agent is a YAML file; one generic loop runs it.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": os.environ.get("RUNNER_DEBUG", "").lower() in ("1", "true", "yes")}
+
+
+def debug_enabled() -> bool:
+    """Whether tracebacks should be shown (``--debug`` or ``RUNNER_DEBUG=1``)."""
+    return _state["debug"]
+
+
+def echo_error(error: RunnerError) -> None:
+    """Print one error (each of several) to stderr, in FILE:LINE:COL: PATH: message form."""
+    errors = list(error) if isinstance(error, ConfigErrors) else [error]
+    for e in errors:
+        text = str(e)
+        if isinstance(e, ConfigError) and e.file:
+            text = text.replace(e.file, display_path(e.file), 1)
+        typer.echo(f"error: {text}" if not (isinstance(e, ConfigError) and e.file) else text, err=True)
+
+
+def display_path(file: str) -> str:
+    """A path relative to the current directory when it is inside it."""
+    try:
+        return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return file
+
+
+def handles_errors(fn: F) -> F:
+    """Turn ``RunnerError`` into one clean message and its exit code; others into exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except RunnerError as exc:
+            if debug_enabled():
+                raise
+            echo_error(exc)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if debug_enabled():
+                raise
+            typer.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+            typer.echo("run again with --debug (or RUNNER_DEBUG=1) to see the traceback", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"runner {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks for errors.")] = False,
+) -> None:
+    """A declarative agent runner: an agent is a YAML file; one generic loop runs it."""
+    if debug:
+        _state["debug"] = True
+
+
+def parse_vars(items: list[str] | None) -> dict[str, Any]:
+    """``--var K=V`` options as a mapping; values read as YAML scalars (numbers, booleans)."""
+    from runner.spec.interpolate import retype
+
+    result: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ConfigError(f"--var expects NAME=VALUE, got '{item}'")
+        result[key.strip()] = retype(value)
+    return result
+
+
+VarOption = Annotated[
+    list[str] | None, typer.Option("--var", help="Set a template variable: NAME=VALUE (repeatable).")
+]
+
+
+@app.command()
+@handles_errors
+def validate(
+    agents: Annotated[list[str], typer.Argument(help="Agent files (or names) to check.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the errors as JSON.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show which file of an extends chain set each value.")
+    ] = False,
+    var: VarOption = None,
+) -> None:
+    """Check agent files against the schema and what the schema cannot see. Exit 2 if any is invalid."""
+    from runner.cli.commands import run_validate
+
+    code = run_validate(agents, json_output=json_output, explain=explain, variables=parse_vars(var))
+    raise typer.Exit(code)
+
+
+@app.command()
+@handles_errors
+def schema(
+    name: Annotated[str, typer.Argument(help="Which schema: agent, transcript or cassette.")] = "agent",
+) -> None:
+    """Print a JSON Schema (the agent file's by default)."""
+    from runner.resources import schema_path, schema_text
+
+    if not schema_path(name).is_file():
+        raise ConfigError(f"no schema named '{name}'", hint="try: agent")
+    sys.stdout.write(schema_text(name))
+
+
+@app.command()
+@handles_errors
+def render(
+    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
+    input: Annotated[
+        str, typer.Option("--input", "-p", help="The sample user input to render.")
+    ] = "Hello!",
+    var: VarOption = None,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent", help="Which agent of a team file.")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the request as JSON.")] = False,
+) -> None:
+    """Show the first request (system prompt, tools, user message) without calling a model."""
+    from runner.cli.commands import run_render
+
+    run_render(agent, input=input, variables=parse_vars(var), agent_name=agent_name, json_output=json_output)
+
+
+@app.command()
+@handles_errors
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the agent.")] = Path("."),
+    name: Annotated[str | None, typer.Option("--name", help="The agent's name.")] = None,
+) -> None:
+    """Scaffold an agent, a tool module and a test that validate and pass."""
+    from runner.cli.scaffold import scaffold
+
+    created = scaffold(directory, name=name)
+    for path in created:
+        typer.echo(f"created {display_path(str(path))}")
+    agent_file = display_path(str(created[0]))
+    typer.echo(f"next: runner validate {agent_file} && runner render {agent_file}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

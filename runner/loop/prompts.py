@@ -1,0 +1,55 @@
+"""Rendering an agent's prompts into request messages (SPEC section 7, request layout).
+
+The system message is rendered once per session (so consecutive requests share a byte-identical
+prefix), the user template wraps every input, and the optional status template is rendered
+before every step and sent last, never stored in the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runner.spec.model import AgentSpec, TemplateSource
+from runner.spec.templates import TemplateEngine, template_context
+
+DEFAULT_USER_TEMPLATE = "{{ input }}"
+
+
+class PromptRenderer:
+    """Renders one agent's templates with its variables (``vars`` overridden by ``--var``)."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        variables: Mapping[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.variables = {**spec.vars, **(variables or {})}
+        self.tools = tools or []
+        self.engine = TemplateEngine(spec.directory)
+        self._user = spec.prompts.user or TemplateSource(DEFAULT_USER_TEMPLATE, origin=spec.path)
+
+    def _render(self, source: TemplateSource, input: str) -> str:
+        context = template_context(
+            input=input, variables=self.variables, tools=self.tools, agent=self.spec.name
+        )
+        return self.engine.render(source, context)
+
+    def system(self, first_input: str = "") -> dict[str, Any] | None:
+        """The system message, or None when the agent has no system prompt."""
+        if self.spec.prompts.system is None:
+            return None
+        return {"role": "system", "content": self._render(self.spec.prompts.system, first_input)}
+
+    def user(self, input: str) -> dict[str, Any]:
+        """The user message that wraps ``input``."""
+        return {"role": "user", "content": self._render(self._user, input)}
+
+    def status(self, input: str = "") -> dict[str, Any] | None:
+        """The status message sent last in every request, or None."""
+        if self.spec.prompts.status is None:
+            return None
+        return {"role": "user", "content": self._render(self.spec.prompts.status, input)}

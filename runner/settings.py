@@ -1,0 +1,62 @@
+"""Process-wide settings (SPEC section 10): environment variables ``RUNNER_*`` and ``.env``.
+
+Imported only by commands that need it (pydantic costs ~0.3 s to import; ``runner --help`` and
+``runner validate`` stay without it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Settings read from ``RUNNER_<NAME>`` variables, then ``./.env``, then the defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="RUNNER_", env_file=".env", extra="ignore")
+
+    home: Path = Field(Path(".runner"), description="Where transcripts and caches are kept.")
+    default_model: str | None = Field(None, description="The model of agents that name none.")
+    debug: bool = Field(False, description="Show Python tracebacks for errors.")
+    log_level: str = Field("WARNING", description="Level of the runner's own log on stderr.")
+    openapi_cache_ttl_s: float = Field(3600.0, ge=0, description="How long fetched OpenAPI specs are reused.")
+    fsync: bool = Field(False, description="fsync transcripts after every record (durability over speed).")
+    local_cost_map: bool = Field(
+        True, description="Use litellm's bundled price map instead of fetching it on import."
+    )
+    serve_api_keys: list[str] = Field(
+        default_factory=list, description="Bearer keys `runner serve` accepts (comma-separated)."
+    )
+    serve_host: str = Field("127.0.0.1", description="Interface `runner serve` binds.")
+    serve_port: int = Field(8000, ge=0, le=65535, description="Port `runner serve` binds.")
+
+    @field_validator("serve_api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _upper_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+
+def load_settings() -> Settings:
+    """Read the settings now; invalid values become a ``ConfigError`` naming the variable."""
+    from pydantic import ValidationError
+
+    from runner.errors import ConfigError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "RUNNER_" + str(first["loc"][0]).upper() if first["loc"] else "RUNNER_*"
+        raise ConfigError(f"setting {name}: {first['msg']}") from None

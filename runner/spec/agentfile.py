@@ -1,0 +1,132 @@
+"""The whole pipeline from a path to a validated ``AgentSpec``.
+
+read YAML (positions, ``${}``) -> apply ``extends`` -> JSON Schema -> semantic checks -> build.
+Every step reports all the problems it finds as ``ConfigErrors``, each with a location.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import ConfigError, ConfigErrors
+from runner.resources import packaged_agents_dir
+from runner.spec.build import build_agent
+from runner.spec.checks import semantic_errors
+from runner.spec.loader import resolve
+from runner.spec.model import AgentSpec
+from runner.spec.validate import sort_errors, suggest
+from runner.spec.yamlsrc import Document, PathKey
+
+AGENT_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    """A loaded, schema-valid agent file: one agent, or a team (``agents:``)."""
+
+    path: Path
+    document: Document
+    names: tuple[str, ...]
+    is_team: bool
+
+    def prefix(self, name: str) -> PathKey:
+        """Where the body of agent ``name`` is in the document."""
+        return ("agents", name) if self.is_team else ()
+
+    def pick(self, name: str | None) -> str:
+        """The agent ``name`` (the first one when None); an unknown name is a ``ConfigError``."""
+        if name is None:
+            return self.names[0]
+        if name not in self.names:
+            close = suggest(name, self.names)
+            raise ConfigError(
+                f"no agent named '{name}' in this file" + (f" (did you mean '{close}'?)" if close else ""),
+                file=str(self.path),
+                hint="agents here: " + ", ".join(self.names),
+            )
+        return name
+
+
+def _errors_of(exc: ConfigError) -> list[ConfigError]:
+    return list(exc) if isinstance(exc, ConfigErrors) else [exc]
+
+
+def load_file(path: Path, *, env: Mapping[str, str] | None = None) -> AgentFile:
+    """Read, resolve and schema-validate ``path``; raises ``ConfigErrors`` listing every problem."""
+    from runner.spec.validate import schema_errors
+
+    doc = resolve(path, env=os.environ if env is None else env)
+    errors = schema_errors(doc.data, doc.sources)
+    if errors:
+        raise ConfigErrors(errors)
+    agents = doc.data.get("agents")
+    if isinstance(agents, dict):
+        return AgentFile(doc.path, doc, tuple(agents), True)
+    return AgentFile(doc.path, doc, (doc.data["name"],), False)
+
+
+def check_file(
+    path: Path, *, env: Mapping[str, str] | None = None, extra_vars: Iterable[str] = ()
+) -> list[ConfigError]:
+    """Every problem of a file (all agents of a team), or [] when it is valid."""
+    try:
+        agent_file = load_file(path, env=env)
+    except ConfigError as exc:
+        return _errors_of(exc)
+    extra = list(extra_vars)
+    errors: list[ConfigError] = []
+    for name in agent_file.names:
+        errors += semantic_errors(
+            agent_file.document, agent_file.prefix(name), extra_vars=extra, team=agent_file.names
+        )
+    return sort_errors(errors)
+
+
+def spec_from_file(agent_file: AgentFile, name: str | None = None) -> AgentSpec:
+    """The ``AgentSpec`` of one agent of an already checked file."""
+    chosen = agent_file.pick(name)
+    return build_agent(agent_file.document, agent_file.prefix(chosen), team=agent_file.names)
+
+
+def load_agent(
+    path: Path,
+    *,
+    agent: str | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_vars: Iterable[str] = (),
+) -> AgentSpec:
+    """Load, validate and check one agent; raises ``ConfigErrors`` on any problem."""
+    agent_file = load_file(path, env=env)
+    chosen = agent_file.pick(agent)
+    errors = semantic_errors(
+        agent_file.document, agent_file.prefix(chosen), extra_vars=extra_vars, team=agent_file.names
+    )
+    if errors:
+        raise ConfigErrors(sort_errors(errors))
+    return spec_from_file(agent_file, chosen)
+
+
+def find_agent(ref: str, *, cwd: Path | None = None) -> Path:
+    """Resolve AGENT: a path, else a name in ``./agents/``, else a packaged agent."""
+    base = cwd or Path.cwd()
+    direct = base / ref
+    if direct.is_file() or direct.is_dir() or os.sep in ref or ref.endswith(AGENT_SUFFIXES):
+        return direct
+    for folder in (base / "agents", packaged_agents_dir()):
+        for suffix in AGENT_SUFFIXES:
+            candidate = folder / f"{ref}{suffix}"
+            if candidate.is_file():
+                return candidate
+    known = sorted(
+        {p.stem for folder in (base / "agents", packaged_agents_dir()) if folder.is_dir()
+         for p in folder.iterdir() if p.suffix in AGENT_SUFFIXES}
+    )
+    close = suggest(ref, known)
+    raise ConfigError(
+        f"no agent file or agent named '{ref}'" + (f" (did you mean '{close}'?)" if close else ""),
+        hint="give a path to a YAML file, or a name from ./agents/ or the packaged agents"
+        + (f": {', '.join(known)}" if known else ""),
+    )

@@ -1,0 +1,181 @@
+"""Building the typed ``AgentSpec`` from data that passed the schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runner.spec.model import (
+    SOURCE_KINDS,
+    AgentSpec,
+    ExpectSpec,
+    HookSpec,
+    LimitsSpec,
+    McpServerSpec,
+    ModelSpec,
+    PermissionsSpec,
+    PromptsSpec,
+    SelectorSpec,
+    TemplateSource,
+    TestCaseSpec,
+    ToolSourceSpec,
+)
+from runner.spec.yamlsrc import Document, PathKey
+
+_LIMIT_FIELDS = set(LimitsSpec.__dataclass_fields__)
+
+
+def origin_dir(doc: Document, path: PathKey) -> Path:
+    """The directory of the file that wrote the value at ``path`` (relative paths start there)."""
+    info = doc.sources.value(path)
+    return Path(info.file).parent if info is not None else doc.path.parent
+
+
+def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None:
+    if value is None:
+        return None
+    info = doc.sources.value(path)
+    origin = Path(info.file) if info is not None else doc.path
+    if isinstance(value, dict):
+        file = (origin.parent / value["file"]).resolve()
+        text = file.read_text(encoding="utf-8") if file.is_file() else ""
+        return TemplateSource(text=text, origin=origin, line=1, file=file)
+    line = info.line if info is not None else 1
+    if info is not None and info.block_scalar:
+        line += 1  # a `|` or `>` block's text starts on the next line
+    return TemplateSource(text=str(value), origin=origin, line=line)
+
+
+def build_model(value: Any) -> ModelSpec | None:
+    """``model:`` as a ``ModelSpec`` (a string is the id)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return ModelSpec(id=value)
+    fields = dict(value)
+    fields["fallbacks"] = tuple(fields.get("fallbacks", ()))
+    for key in ("api_base", "api_key"):
+        if fields.get(key) in ("", None):
+            fields.pop(key, None)
+    return ModelSpec(**{k: v for k, v in fields.items() if not k.startswith("x-")})
+
+
+def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> ToolSourceSpec:
+    kind = next(k for k in SOURCE_KINDS if k in entry)
+    base = origin_dir(doc, path)
+    target = entry[kind]
+    mcp = None
+    if kind == "mcp":
+        if isinstance(target, dict):
+            cwd = target.get("cwd")
+            mcp = McpServerSpec(
+                command=target["command"],
+                args=tuple(str(a) for a in target.get("args", ())),
+                env={k: str(v) for k, v in target.get("env", {}).items()},
+                cwd=(base / cwd).resolve() if cwd else None,
+            )
+            target = " ".join([target["command"], *mcp.args])
+        else:
+            mcp = McpServerSpec(url=target)
+    return ToolSourceSpec(
+        kind=kind,
+        target=str(target),
+        base_dir=base,
+        id=entry.get("id"),
+        include=tuple(entry.get("include", ())),
+        exclude=tuple(entry.get("exclude", ())),
+        prefix=bool(entry.get("prefix", False)),
+        confirm=entry.get("confirm"),
+        timeout_s=entry.get("timeout_s"),
+        headers=dict(entry.get("headers", {})),
+        base_url=entry.get("base_url"),
+        options=dict(entry.get("with", {})),
+        mcp=mcp,
+        description=entry.get("description"),
+        index=index,
+    )
+
+
+def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookSpec:
+    kind = next(k for k in ("python", "command", "message") if k in entry)
+    return HookSpec(
+        kind=kind,  # type: ignore[arg-type]
+        value=entry[kind],
+        base_dir=origin_dir(doc, path),
+        role=entry.get("role", "user"),
+        timeout_s=float(entry.get("timeout_s", 30.0)),
+        required=bool(entry.get("required", False)),
+    )
+
+
+def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseSpec:
+    expect = dict(entry.get("expect", {}))
+    contains = expect.get("output_contains", ())
+    cassette = entry.get("cassette")
+    return TestCaseSpec(
+        name=entry["name"],
+        input=entry["input"],
+        cassette=(origin_dir(doc, (*path, "cassette")) / cassette).resolve() if cassette else None,
+        vars=dict(entry.get("vars", {})),
+        expect=ExpectSpec(
+            output_contains=(contains,) if isinstance(contains, str) else tuple(contains),
+            output_matches=expect.get("output_matches"),
+            tools_called=tuple(expect.get("tools_called", ())),
+            ordered=bool(expect.get("ordered", False)),
+            max_steps=expect.get("max_steps"),
+        ),
+    )
+
+
+def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = ()) -> AgentSpec:
+    """The ``AgentSpec`` of the body at ``prefix`` of a validated document."""
+    body: dict[str, Any] = doc.data
+    for part in prefix:
+        body = body[part]
+    name = body.get("name") or (str(prefix[-1]) if prefix else "")
+    prompts = body.get("prompts", {})
+    selector = body.get("selector", {})
+    permissions = body.get("permissions", {})
+    limits = {k: v for k, v in body.get("limits", {}).items() if k in _LIMIT_FIELDS}
+    return AgentSpec(
+        name=name,
+        path=doc.path,
+        model=build_model(body.get("model")),
+        description=body.get("description", ""),
+        function_calling=body.get("function_calling", "auto"),
+        tool_format=body.get("tool_format", "xml"),
+        selector=SelectorSpec(
+            model=selector.get("model"), rounds=selector.get("rounds", 1), history=selector.get("history", 4)
+        ),
+        prompts=PromptsSpec(
+            **{
+                key: _template(doc, (*prefix, "prompts", key), prompts.get(key))
+                for key in ("system", "user", "status", "tool_selection")
+            }
+        ),
+        vars=dict(body.get("vars", {})),
+        tools=tuple(
+            _source(doc, (*prefix, "tools", i), entry, i) for i, entry in enumerate(body.get("tools", ()))
+        ),
+        permissions=PermissionsSpec(
+            allow=tuple(permissions.get("allow", ())),
+            ask=tuple(permissions.get("ask", ())),
+            deny=tuple(permissions.get("deny", ())),
+        ),
+        hooks={
+            event: tuple(_hook(doc, (*prefix, "hooks", event, i), h) for i, h in enumerate(chain))
+            for event, chain in body.get("hooks", {}).items()
+            if not event.startswith("x-")
+        },
+        limits=LimitsSpec(**limits),
+        tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
+        secrets=frozenset(doc.secrets | _api_keys(body)),
+        team=team,
+    )
+
+
+def _api_keys(body: dict[str, Any]) -> set[str]:
+    model = body.get("model")
+    if isinstance(model, dict) and isinstance(model.get("api_key"), str) and model["api_key"]:
+        return {model["api_key"]}
+    return set()

@@ -1,0 +1,68 @@
+"""Importing user modules (``python:`` tools and hooks) with the agent's folder first on sys.path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from runner.errors import ConfigError
+
+
+def _stale(module: ModuleType, base_dir: Path, name: str) -> bool:
+    """A cached module of the same name that lives elsewhere than ``base_dir`` would shadow ours."""
+    local = base_dir / (name.split(".")[0])
+    if not (local.with_suffix(".py").is_file() or (local / "__init__.py").is_file()):
+        return False
+    file = getattr(module, "__file__", None)
+    return file is None or not Path(file).resolve().is_relative_to(base_dir.resolve())
+
+
+def import_module(name: str, base_dir: Path) -> ModuleType:
+    """Import ``name`` with ``base_dir`` first on ``sys.path``; failures become ``ConfigError``."""
+    cached = sys.modules.get(name)
+    if cached is not None and _stale(cached, base_dir, name):
+        for key in [k for k in sys.modules if k == name or k.startswith(name.split(".")[0] + ".")]:
+            del sys.modules[key]
+        sys.modules.pop(name.split(".")[0], None)
+    entry = str(base_dir)
+    sys.path.insert(0, entry)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise ConfigError(
+                f"cannot import module '{name}': no such module",
+                hint=f"looked in {base_dir} and the installed packages",
+            ) from None
+        raise ConfigError(f"importing '{name}' failed: {exc}") from None
+    except SyntaxError as exc:
+        where = f" ({Path(exc.filename or '?').name}:{exc.lineno})" if exc.lineno else ""
+        raise ConfigError(f"importing '{name}' failed: syntax error{where}: {exc.msg}") from None
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(f"importing '{name}' failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        try:
+            sys.path.remove(entry)
+        except ValueError:
+            pass
+
+
+def resolve_callable(target: str, base_dir: Path) -> object:
+    """The object named by ``module:attribute``; a missing attribute gets a suggestion."""
+    module_name, _, attribute = target.partition(":")
+    module = import_module(module_name, base_dir)
+    if not attribute:
+        return module
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        import difflib
+
+        public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
+        close = difflib.get_close_matches(attribute, public, n=1)
+        raise ConfigError(
+            f"module '{module_name}' has no function '{attribute}'"
+            + (f" (did you mean '{close[0]}'?)" if close else "")
+        ) from None

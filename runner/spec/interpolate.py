@@ -1,0 +1,100 @@
+"""``${VAR}`` / ``${VAR:-default}`` interpolation of string values (SPEC section 4).
+
+- ``$${`` writes a literal ``${``.
+- A *plain* (unquoted) scalar that is exactly one ``${...}`` is read again as a YAML scalar after
+  substitution, so ``max_steps: ${MAX_STEPS:-10}`` is the integer 10. A quoted one stays text,
+  and so does a ``${...}`` inside longer text.
+- Values of variables whose names contain KEY, TOKEN, SECRET or PASSWORD are remembered as
+  secrets (never written to transcripts, cassettes or logs) and are never re-typed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from runner.errors import ConfigError
+
+_TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+PathKey = tuple[str | int, ...]
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable's value must be treated as a secret."""
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+class Interpolator:
+    """Expands ``${...}`` against an environment, recording secrets and interpolated paths."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.secrets: set[str] = set()
+        self.interpolated: set[PathKey] = set()
+
+    def _lookup(self, expr: str) -> tuple[str, str]:
+        name, sep, default = expr.partition(":-")
+        if not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"malformed variable reference '${{{expr}}}'",
+                hint="write ${NAME} or ${NAME:-default}; write $${ for a literal ${",
+            )
+        value = self.env.get(name)
+        if value is None:
+            if not sep:
+                raise ConfigError(
+                    f"environment variable {name} is not set",
+                    hint=f"set {name}, or give a default: ${{{name}:-default}}",
+                )
+            value = default
+        if is_secret_name(name) and value:
+            self.secrets.add(value)
+        return name, value
+
+    def expand(self, text: str, path: PathKey, *, plain: bool) -> Any:
+        """The value of ``text`` with every reference substituted."""
+        names: list[str] = []
+        whole = False
+
+        def replace(match: re.Match[str]) -> str:
+            token = match.group(0)
+            if token == "$${":
+                return "${"
+            if match.group(1) is None:
+                raise ConfigError(
+                    "unclosed '${' in a value", hint="close it with '}', or write $${ for a literal ${"
+                )
+            name, value = self._lookup(match.group(1))
+            names.append(name)
+            return value
+
+        if "${" not in text:
+            return text
+        result = _TOKEN.sub(replace, text)
+        if not names:
+            return result
+        self.interpolated.add(path)
+        whole = plain and _TOKEN.fullmatch(text) is not None and text.startswith("${")
+        if whole and not is_secret_name(names[0]):
+            return retype(result)
+        return result
+
+
+def retype(text: str) -> Any:
+    """Read a substituted value again as a YAML scalar; anything that is not a scalar stays text."""
+    if text == "":
+        return ""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return text

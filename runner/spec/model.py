@@ -1,0 +1,218 @@
+"""The typed agent definition that the rest of the runner uses.
+
+These dataclasses are built only from data that already passed ``schemas/agent.schema.json``
+(see ``runner.spec.build``); they hold no validation of their own. Paths are absolute,
+resolved against the file that wrote them (which matters with ``extends``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+FunctionCalling = Literal["auto", "native", "prompt", "inline"]
+ToolFormat = Literal["xml", "markdown"]
+SourceKind = Literal["python", "openapi", "mcp", "builtin", "agent"]
+HookKind = Literal["python", "command", "message"]
+
+SOURCE_KINDS: tuple[SourceKind, ...] = ("python", "openapi", "mcp", "builtin", "agent")
+HOOK_KINDS: tuple[HookKind, ...] = ("python", "command", "message")
+HOOK_EVENTS: tuple[str, ...] = (
+    "session_start",
+    "turn_pre",
+    "step_pre",
+    "generation_post",
+    "tool_pre",
+    "tool_post",
+    "turn_post",
+    "loop_continue",
+    "session_end",
+)
+BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to call and how (``model:``)."""
+
+    id: str
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stream: bool = True
+    timeout_s: float = 120.0
+    retries: int = 2
+    params: dict[str, Any] = field(default_factory=dict)
+    fallbacks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SelectorSpec:
+    """The tool selector of ``function_calling: prompt``."""
+
+    model: str | None = None
+    rounds: int = 1
+    history: int = 4
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """A Jinja template, written inline or kept in a file.
+
+    ``line`` is the 1-based line in ``origin`` where an inline template's first line is, so that
+    template errors point into the agent file.
+    """
+
+    text: str
+    origin: Path
+    line: int = 1
+    file: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.file or self.origin)
+
+
+@dataclass(frozen=True)
+class PromptsSpec:
+    """The prompt templates (``prompts:``)."""
+
+    system: TemplateSource | None = None
+    user: TemplateSource | None = None
+    status: TemplateSource | None = None
+    tool_selection: TemplateSource | None = None
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """How to reach an MCP server: a URL (streamable HTTP or legacy SSE) or a command (stdio)."""
+
+    url: str | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.command is not None:
+            return "stdio"
+        assert self.url is not None
+        return "sse" if self.url.rstrip("/").endswith("/sse") else "http"
+
+
+@dataclass(frozen=True)
+class ToolSourceSpec:
+    """One entry of ``tools:``. ``target`` is the kind's value (module path, URL, toolset name...)."""
+
+    kind: SourceKind
+    target: str
+    base_dir: Path
+    id: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    prefix: bool = False
+    confirm: bool | None = None
+    timeout_s: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    base_url: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    mcp: McpServerSpec | None = None
+    description: str | None = None
+    index: int = 0
+
+    @property
+    def label(self) -> str:
+        """A short human name for messages: the id, else ``kind:target``."""
+        return self.id or f"{self.kind}:{self.target}"
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One hook of a chain."""
+
+    kind: HookKind
+    value: str
+    base_dir: Path
+    role: Literal["user", "system"] = "user"
+    timeout_s: float = 30.0
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class PermissionsSpec:
+    """``permissions:`` patterns; ``deny`` wins over ``ask``, which wins over ``allow``."""
+
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LimitsSpec:
+    """``limits:`` (SPEC section 9)."""
+
+    max_steps: int = 25
+    max_turns: int = 50
+    max_tool_calls: int = 200
+    max_repeat: int = 3
+    max_parallel: int = 8
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    timeout_s: float | None = None
+    tool_timeout_s: float = 60.0
+    tool_output_chars: int = 20000
+    context_tokens: int | None = None
+    max_queue: int = 100
+
+
+@dataclass(frozen=True)
+class ExpectSpec:
+    """What a test case checks."""
+
+    output_contains: tuple[str, ...] = ()
+    output_matches: str | None = None
+    tools_called: tuple[str, ...] = ()
+    ordered: bool = False
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class TestCaseSpec:
+    """One entry of ``tests:``."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    input: str
+    cassette: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict)
+    expect: ExpectSpec = field(default_factory=ExpectSpec)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A validated agent: everything ``runner run`` needs, with absolute paths."""
+
+    name: str
+    path: Path
+    model: ModelSpec | None = None
+    description: str = ""
+    function_calling: FunctionCalling = "auto"
+    tool_format: ToolFormat = "xml"
+    selector: SelectorSpec = field(default_factory=SelectorSpec)
+    prompts: PromptsSpec = field(default_factory=PromptsSpec)
+    vars: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[ToolSourceSpec, ...] = ()
+    permissions: PermissionsSpec = field(default_factory=PermissionsSpec)
+    hooks: dict[str, tuple[HookSpec, ...]] = field(default_factory=dict)
+    limits: LimitsSpec = field(default_factory=LimitsSpec)
+    tests: tuple[TestCaseSpec, ...] = ()
+    secrets: frozenset[str] = frozenset()
+    team: tuple[str, ...] = ()
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent

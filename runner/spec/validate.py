@@ -1,0 +1,181 @@
+"""JSON-Schema validation of agent data, with errors mapped back to FILE:LINE:COL.
+
+One validator (``schemas/agent.schema.json``) serves ``runner validate`` and ``runner run``.
+jsonschema's raw errors are rewritten into short messages: unknown keys and enum values get a
+"did you mean", a missing key points at the mapping that lacks it, and the ``oneOf`` of tool
+sources and hooks is resolved by the kind key the entry actually has.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.resources import load_schema
+from runner.spec.yamlsrc import PathKey, SourceMap, error_at
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema())
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate to ``word``, if one is close enough to be a likely typo."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + '..."'
+
+
+def _kind_keys(schema: dict[str, Any]) -> list[str]:
+    """The kind key of each ``oneOf`` branch (the one property every branch requires)."""
+    root = load_schema()
+    kinds = []
+    for branch in schema.get("oneOf", []):
+        target = branch
+        if "$ref" in branch:
+            target = root["$defs"][branch["$ref"].rsplit("/", 1)[-1]]
+        kinds.append(target.get("required", [""])[0])
+    return kinds
+
+
+class _Mapper:
+    def __init__(self, sources: SourceMap, prefix: PathKey) -> None:
+        self.sources = sources
+        self.prefix = prefix
+
+    def at(self, path: Sequence[str | int]) -> PathKey:
+        return (*self.prefix, *path)
+
+    def convert(self, error: Any) -> list[ConfigError]:
+        path = self.at(error.absolute_path)
+        v = error.validator
+        if "propertyNames" in error.absolute_schema_path and isinstance(error.instance, str):
+            key_path = (*path, error.instance)
+            rule = error.validator_value if v == "pattern" else error.message
+            return [error_at(f"invalid name '{error.instance}': must match {rule}",
+                             self.sources.value(key_path), key_path, key=True)]
+        where = self.sources.value(path)
+        if v == "additionalProperties":
+            allowed = list(error.schema.get("properties", {}))
+            extras = [
+                k
+                for k in error.instance
+                if k not in allowed and not (isinstance(k, str) and k.startswith("x-"))
+            ]
+            out = []
+            for key in extras:
+                close = suggest(key, allowed)
+                out.append(
+                    error_at(
+                        f"unknown key '{key}'" + (f" (did you mean '{close}'?)" if close else ""),
+                        self.sources.value((*path, key)),
+                        (*path, key),
+                        key=True,
+                        hint=None if close else "allowed here: " + ", ".join(allowed),
+                    )
+                )
+            return out
+        if v == "required":
+            missing = [k for k in error.validator_value if k not in error.instance]
+            return [error_at(f"missing required key '{k}'", where, path) for k in missing]
+        if v == "oneOf" and isinstance(error.instance, dict):
+            return self.one_of(error, path)
+        if v == "enum":
+            options = [str(o) for o in error.validator_value]
+            close = suggest(str(error.instance), options)
+            message = f"{_describe(error.instance)} is not one of: {', '.join(options)}"
+            if close:
+                message += f" (did you mean '{close}'?)"
+            return [error_at(message, where, path)]
+        if v == "type":
+            expected = error.validator_value
+            names = [expected] if isinstance(expected, str) else list(expected)
+            wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
+            return [error_at(f"expected {wanted}, got {_describe(error.instance)}", where, path)]
+        if v == "const":
+            return [error_at(f"must be {_describe(error.validator_value)}, got {_describe(error.instance)}",
+                             where, path)]
+        if v == "pattern":
+            return [error_at(f"{_describe(error.instance)} does not match the pattern {error.validator_value}",
+                             where, path, hint=error.schema.get("description"))]
+        if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            words = {
+                "minimum": "at least",
+                "exclusiveMinimum": "greater than",
+                "maximum": "at most",
+                "exclusiveMaximum": "less than",
+            }
+            return [error_at(f"{_describe(error.instance)} is out of range: must be {words[v]} "
+                             f"{error.validator_value}", where, path)]
+        if v in ("minLength", "minItems", "minProperties") and error.validator_value == 1:
+            return [error_at("must not be empty", where, path)]
+        return [error_at(error.message, where, path)]
+
+    def one_of(self, error: Any, path: PathKey) -> list[ConfigError]:
+        """Tool sources and hooks: pick the branch by the kind key the entry has."""
+        kinds = _kind_keys(error.schema)
+        what = "hook" if "command" in kinds else "tool entry"
+        present = [k for k in kinds if k in error.instance]
+        where = self.sources.value(path)
+        if not present:
+            unknown = [k for k in error.instance if k not in kinds]
+            guesses = [g for g in (suggest(k, kinds) for k in unknown) if g]
+            message = f"{what} has no kind: it needs exactly one of {', '.join(kinds)}"
+            if guesses:
+                message += f" (did you mean '{guesses[0]}'?)"
+            return [error_at(message, where, path)]
+        if len(present) > 1:
+            return [error_at(f"{what} has {len(present)} kinds ({', '.join(present)}): use exactly one",
+                             where, path, hint=f"split it into {len(present)} entries")]
+        branch = kinds.index(present[0])
+        sub = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+        out: list[ConfigError] = []
+        for e in sub:
+            out.extend(self.convert(e))
+        return out or [error_at(error.message, where, path)]
+
+
+def schema_errors(data: Any, sources: SourceMap, prefix: PathKey = ()) -> list[ConfigError]:
+    """Every schema violation in ``data`` as located ``ConfigError``s, in file order."""
+    mapper = _Mapper(sources, prefix)
+    out: list[ConfigError] = []
+    for error in _validator().iter_errors(data):
+        out.extend(mapper.convert(error))
+    return sort_errors(out)
+
+
+def sort_errors(errors: Iterable[ConfigError]) -> list[ConfigError]:
+    """Errors deduplicated and ordered by file, line, column."""
+    unique: dict[tuple[str, int, int, str, str], ConfigError] = {}
+    for e in errors:
+        unique.setdefault((e.file, e.line, e.column, e.path, e.message), e)
+    return sorted(unique.values(), key=lambda e: (e.file, e.line, e.column, e.path))

@@ -1,0 +1,1 @@
+"""Built-in toolsets (``builtin:`` tool sources)."""
