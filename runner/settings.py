@@ -7,9 +7,10 @@ Imported only by commands that need it (pydantic costs ~0.3 s to import; ``runne
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -26,7 +27,7 @@ class Settings(BaseSettings):
     local_cost_map: bool = Field(
         True, description="Use litellm's bundled price map instead of fetching it on import."
     )
-    serve_api_keys: list[str] = Field(
+    serve_api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Bearer keys `runner serve` accepts (comma-separated)."
     )
     serve_host: str = Field("127.0.0.1", description="Interface `runner serve` binds.")
@@ -54,8 +55,12 @@ def load_settings() -> Settings:
 
     from runner.errors import ConfigError
 
+    from pydantic_settings import SettingsError
+
     try:
         return Settings()
+    except SettingsError as exc:
+        raise ConfigError(f"settings: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "RUNNER_" + str(first["loc"][0]).upper() if first["loc"] else "RUNNER_*"

@@ -1,0 +1,39 @@
+"""Shared helpers: interleaved timing of commands, medians and ratios."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from collections.abc import Sequence
+
+
+def time_command(argv: Sequence[str], *, cwd: str | None = None) -> float:
+    """Wall-clock seconds of one run of ``argv`` (output discarded; a failure raises)."""
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def interleaved(commands: dict[str, Sequence[str]], *, runs: int, cwd: str | None = None) -> dict[str, float]:
+    """Median seconds of each command, the commands taking turns so drift hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for name, argv in commands.items():  # one warm-up each (page cache, .pyc files)
+        time_command(argv, cwd=cwd)
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(time_command(argv, cwd=cwd))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def report(title: str, medians: dict[str, float], *, floor: str, target: float) -> bool:
+    """Print medians and ratios to the floor; True when every ratio is within ``target``."""
+    print(f"## {title}")
+    base = medians[floor]
+    ok = True
+    for name, value in medians.items():
+        ratio = value / base
+        mark = "" if name == floor else ("  ok" if ratio <= target else f"  OVER {target}x")
+        ok = ok and (name == floor or ratio <= target)
+        print(f"{name:<46} {value * 1000:8.1f} ms  {ratio:5.2f}x{mark}")
+    return ok

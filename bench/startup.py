@@ -1,0 +1,37 @@
+"""Start-up: ``runner --help`` and ``runner validate examples/*.yaml`` against the import floor.
+
+SPEC section 14: both within 2x of ``python -c "import yaml, jsonschema, jinja2"`` in the same
+venv. Run: ``python -m bench.startup [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import sys
+from pathlib import Path
+
+from bench.common import interleaved, report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=9, help="runs per command (median; at least 7)")
+    args = parser.parse_args(argv)
+    runner = str(Path(sys.executable).parent / "runner")
+    examples = sorted(glob.glob(str(ROOT / "examples" / "*.yaml")))
+    commands = {
+        'python -c "import yaml, jsonschema, jinja2"': [sys.executable, "-c", "import yaml, jsonschema, jinja2"],
+        "runner --help": [runner, "--help"],
+        "runner validate examples/*.yaml": [runner, "validate", *examples],
+    }
+    medians = interleaved(commands, runs=max(args.runs, 7), cwd=str(ROOT))
+    ok = report("start-up (median of %d)" % max(args.runs, 7), medians,
+                floor='python -c "import yaml, jsonschema, jinja2"', target=2.0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

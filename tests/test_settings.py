@@ -1,0 +1,40 @@
+"""Settings come from RUNNER_* variables and .env, with clear errors for bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.errors import ConfigError
+from runner.settings import load_settings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings()
+    assert settings.home == Path(".runner")
+    assert settings.serve_host == "127.0.0.1"
+    assert settings.serve_api_keys == []
+    assert settings.local_cost_map is True
+
+
+def test_environment_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("RUNNER_DEFAULT_MODEL=ollama/qwen3:0.6b\nRUNNER_SERVE_PORT=9001\n")
+    monkeypatch.setenv("RUNNER_SERVE_API_KEYS", "k1, k2")
+    monkeypatch.setenv("RUNNER_FSYNC", "1")
+    monkeypatch.setenv("RUNNER_LOG_LEVEL", "debug")
+    settings = load_settings()
+    assert settings.default_model == "ollama/qwen3:0.6b"
+    assert settings.serve_port == 9001
+    assert settings.serve_api_keys == ["k1", "k2"]
+    assert settings.fsync is True
+    assert settings.log_level == "DEBUG"
+
+
+def test_invalid_value_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RUNNER_SERVE_PORT", "eighty")
+    with pytest.raises(ConfigError, match="RUNNER_SERVE_PORT"):
+        load_settings()

@@ -1,0 +1,41 @@
+"""`runner --help`, `validate` and `schema` must not import the heavy modules (SPEC section 14)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("litellm", "httpx", "mcp", "starlette", "openai", "pydantic", "uvicorn", "ray")
+
+
+def _imported_modules(*args: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "runner", *args],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode in (0, 2), result.stderr[-2000:]
+    names = set()
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    assert "typer" in names and "runner" in names  # the parser of importtime output works
+    return names
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("validate", *sorted(str(p) for p in (ROOT / "examples").glob("*.yaml"))),
+        ("schema",),
+        ("render", "examples/weather.yaml"),
+    ],
+    ids=["help", "validate", "schema", "render"],
+)
+def test_command_imports_no_heavy_module(args: tuple[str, ...]) -> None:
+    heavy = sorted(set(HEAVY) & _imported_modules(*args))
+    assert heavy == [], f"runner {args[0]} imported {heavy}"
