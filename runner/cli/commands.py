@@ -35,9 +35,7 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
     return out
 
 
-def run_validate(
-    refs: list[str], *, json_output: bool, explain: bool, variables: Mapping[str, Any]
-) -> int:
+def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables: Mapping[str, Any]) -> int:
     """Validate every file; print the results; return the exit code (0 valid, 2 invalid)."""
     report: list[dict[str, Any]] = []
     invalid = False
@@ -49,7 +47,11 @@ def run_validate(
             path_text = display_path(str(target))
             errors = check_file(target, extra_vars=variables.keys())
         invalid = invalid or bool(errors)
-        entry: dict[str, Any] = {"file": path_text, "valid": not errors, "errors": [e.as_dict() for e in errors]}
+        entry: dict[str, Any] = {
+            "file": path_text,
+            "valid": not errors,
+            "errors": [e.as_dict() for e in errors],
+        }
         if not errors and isinstance(target, Path):
             agent_file = load_file(target)
             entry["agents"] = list(agent_file.names)
@@ -101,3 +103,163 @@ def run_render(
     for message in messages:
         typer.echo(f"--- {message['role']} ---")
         typer.echo(message["content"])
+
+
+def _session_config(model: str | None) -> Any:
+    import os
+
+    from runner.loop.runtime import SessionConfig
+    from runner.settings import load_settings
+
+    settings = load_settings()
+    if settings.local_cost_map:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return settings, SessionConfig(
+        home=settings.home,
+        fsync=settings.fsync,
+        default_model=settings.default_model,
+        model_override=model,
+        openapi_cache_ttl_s=settings.openapi_cache_ttl_s,
+    )
+
+
+def run_agent(
+    ref: str | None,
+    *,
+    prompts: list[str],
+    interactive: bool,
+    variables: Mapping[str, Any],
+    model: str | None,
+    agent_name: str | None,
+    session_id: str | None,
+    yes: bool,
+    json_output: bool,
+    stream: bool | None,
+    thinking: bool,
+) -> int:
+    """``runner run`` and ``runner resume``: the exit code."""
+    import sys
+
+    from runner.cli.run import RunRequest, execute
+    from runner.loop.session import RunOptions
+    from runner.store.transcript import find_transcript, read_transcript
+
+    settings, config = _session_config(model)
+    resume = None
+    if session_id is not None:
+        resume = read_transcript(find_transcript(settings.home, session_id))
+        ref = ref or str(resume.header.get("agent_path", ""))
+        agent_name = agent_name or resume.header.get("agent")
+    assert ref is not None
+    path = find_agent(ref)
+    spec = load_agent(
+        path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
+    )
+    if not prompts and not interactive and resume is None:
+        if sys.stdin.isatty():
+            raise ConfigError(
+                "nothing to run: give a prompt with -p, or -i for a chat", hint=f"runner run {ref} -p 'Hello'"
+            )
+        piped = sys.stdin.read()
+        if not piped.strip():
+            raise ConfigError("nothing to run: standard input was empty")
+        prompts = [piped]
+    request = RunRequest(
+        spec=spec,
+        prompts=prompts,
+        interactive=interactive,
+        options=RunOptions(variables=dict(variables), stream=stream, assume_yes=yes),
+        config=config,
+        json_output=json_output,
+        thinking=thinking,
+        resume=resume,
+    )
+    return execute(request)
+
+
+def _is_team(path: Path) -> bool:
+    return load_file(path).is_team
+
+
+def run_tools(ref: str, *, json_output: bool, agent_name: str | None) -> int:
+    """Print the resolved tool table; exit 2 when a source failed."""
+    import asyncio
+    from contextlib import AsyncExitStack
+
+    from runner.loop.runtime import build_registry
+
+    _, config = _session_config(None)
+    spec = load_agent(find_agent(ref), agent=agent_name)
+
+    async def collect() -> tuple[Any, Any]:
+        async with AsyncExitStack() as stack:
+            registry, _instructions, failures = await build_registry(spec, stack, config)
+            return registry, failures
+
+    registry, failures = asyncio.run(collect())
+    if json_output:
+        typer.echo(json.dumps(registry.specs(), indent=2, ensure_ascii=False))
+    else:
+        rows = [
+            (t.name, f"{t.source_kind}:{t.source_id}", " ".join(t.description.split()))
+            for t in registry.tools()
+        ]
+        width = max([len(r[0]) for r in rows] + [4])
+        swidth = max([len(r[1]) for r in rows] + [6])
+        typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
+        for name, source, description in rows:
+            typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description[:80]}")
+        for rename in registry.renames:
+            typer.echo(f"renamed: {rename.original} -> {rename.final} ({rename.reason})", err=True)
+    for failure in failures:
+        typer.echo(f"failed: {failure.spec.label}: {failure.error}", err=True)
+    return 2 if failures else 0
+
+
+def run_sessions(action: str, session_id: str | None) -> None:
+    """``runner sessions list`` / ``runner sessions show ID``."""
+    from runner.store.transcript import find_transcript, list_transcripts, read_transcript
+
+    settings, _ = _session_config(None)
+    if action == "list":
+        for path in list_transcripts(settings.home):
+            try:
+                t = read_transcript(path)
+            except Exception as exc:  # a broken file should not hide the others
+                typer.echo(f"{path.stem}  (unreadable: {exc})")
+                continue
+            messages = t.messages()
+            first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+            typer.echo(
+                f"{t.session_id}  {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
+                f"{' '.join(str(first).split())[:60]}"
+            )
+        return
+    if action != "show" or not session_id:
+        raise ConfigError("usage: runner sessions list | runner sessions show ID")
+    t = read_transcript(find_transcript(settings.home, session_id))
+    h = t.header
+    git = h.get("git") or {}
+    typer.echo(f"session  {t.session_id}")
+    typer.echo(f"agent    {h.get('agent')}  ({h.get('agent_path')})")
+    typer.echo(f"sha256   {h.get('agent_sha256')}")
+    if git:
+        typer.echo(f"git      {git.get('commit')}{' (dirty)' if git.get('dirty') else ''}")
+    typer.echo(
+        f"model    {h.get('model')}   started {h.get('started_at')}   runner {h.get('runner_version')}"
+    )
+    for record in t.records:
+        if record.get("type") == "message":
+            content = record.get("content") or ""
+            calls = record.get("tool_calls") or []
+            label = record["role"] + (f" {record['name']}" if record.get("name") else "")
+            text = " ".join(str(content).split())[:200]
+            if calls:
+                text += " -> " + ", ".join(
+                    f"{c['function']['name']}({c['function']['arguments'][:60]})" for c in calls
+                )
+            typer.echo(f"[{label}] {text}")
+        else:
+            typer.echo(
+                f"  ({record.get('event')}: {json.dumps(record.get('data'), ensure_ascii=False)[:160]})"
+            )

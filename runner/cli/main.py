@@ -152,13 +152,9 @@ def schema(
 @handles_errors
 def render(
     agent: Annotated[str, typer.Argument(help="Agent file or name.")],
-    input: Annotated[
-        str, typer.Option("--input", "-p", help="The sample user input to render.")
-    ] = "Hello!",
+    input: Annotated[str, typer.Option("--input", "-p", help="The sample user input to render.")] = "Hello!",
     var: VarOption = None,
-    agent_name: Annotated[
-        str | None, typer.Option("--agent", help="Which agent of a team file.")
-    ] = None,
+    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the request as JSON.")] = False,
 ) -> None:
     """Show the first request (system prompt, tools, user message) without calling a model."""
@@ -181,6 +177,101 @@ def init(
         typer.echo(f"created {display_path(str(path))}")
     agent_file = display_path(str(created[0]))
     typer.echo(f"next: runner validate {agent_file} && runner render {agent_file}")
+
+
+@app.command()
+@handles_errors
+def run(
+    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
+    prompt: Annotated[
+        list[str] | None, typer.Option("--prompt", "-p", help="A prompt to run (repeatable, in order).")
+    ] = None,
+    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Chat after the prompts.")] = False,
+    var: VarOption = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Use this model instead of the file's.")
+    ] = None,
+    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Continue a saved session (same as runner resume).")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask the model for whole replies.")] = False,
+    no_thinking: Annotated[bool, typer.Option("--no-thinking", help="Hide the model's reasoning.")] = False,
+) -> None:
+    """Run an agent on prompts (-p), interactively (-i), or both."""
+    from runner.cli.commands import run_agent
+
+    code = run_agent(
+        agent,
+        prompts=prompt or [],
+        interactive=interactive,
+        variables=parse_vars(var),
+        model=model,
+        agent_name=agent_name,
+        session_id=session,
+        yes=yes,
+        json_output=json_output,
+        stream=False if no_stream else None,
+        thinking=not no_thinking,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+@handles_errors
+def resume(
+    session_id: Annotated[str, typer.Argument(help="The session id (a unique prefix is enough).")],
+    prompt: Annotated[list[str] | None, typer.Option("--prompt", "-p", help="Prompts to add.")] = None,
+    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Chat afterwards.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
+) -> None:
+    """Continue a saved session; if it stopped mid-turn, the next step starts at once."""
+    from runner.cli.commands import run_agent
+
+    code = run_agent(
+        None,
+        prompts=prompt or [],
+        interactive=interactive,
+        variables={},
+        model=None,
+        agent_name=None,
+        session_id=session_id,
+        yes=yes,
+        json_output=json_output,
+        stream=None,
+        thinking=True,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+@handles_errors
+def tools(
+    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
+    json_output: Annotated[
+        bool, typer.Option("--json", help="The exact tool specs sent to the model.")
+    ] = False,
+    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+) -> None:
+    """The resolved tool table: name, source, description; renames and failed sources."""
+    from runner.cli.commands import run_tools
+
+    raise typer.Exit(run_tools(agent, json_output=json_output, agent_name=agent_name))
+
+
+@app.command()
+@handles_errors
+def sessions(
+    action: Annotated[str, typer.Argument(help="list, or show")] = "list",
+    session_id: Annotated[str | None, typer.Argument(help="The session to show.")] = None,
+) -> None:
+    """List saved sessions, or show one."""
+    from runner.cli.commands import run_sessions
+
+    run_sessions(action, session_id)
 
 
 def main() -> None:

@@ -32,6 +32,10 @@ class PromptRenderer:
         self.engine = TemplateEngine(spec.directory)
         self._user = spec.prompts.user or TemplateSource(DEFAULT_USER_TEMPLATE, origin=spec.path)
 
+    def render(self, source: TemplateSource, input: str) -> str:
+        """Render any template of this agent (hook messages, too) with the usual context."""
+        return self._render(source, input)
+
     def _render(self, source: TemplateSource, input: str) -> str:
         context = template_context(
             input=input, variables=self.variables, tools=self.tools, agent=self.spec.name

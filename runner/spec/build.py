@@ -64,6 +64,7 @@ def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> 
     kind = next(k for k in SOURCE_KINDS if k in entry)
     base = origin_dir(doc, path)
     target = entry[kind]
+    where = doc.sources.value(path)
     mcp = None
     if kind == "mcp":
         if isinstance(target, dict):
@@ -93,13 +94,15 @@ def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> 
         mcp=mcp,
         description=entry.get("description"),
         index=index,
+        line=where.line if where else 0,
+        column=where.column if where else 0,
     )
 
 
 def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookSpec:
     kind = next(k for k in ("python", "command", "message") if k in entry)
     return HookSpec(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         value=entry[kind],
         base_dir=origin_dir(doc, path),
         role=entry.get("role", "user"),
@@ -129,9 +132,10 @@ def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseSpec:
 
 def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = ()) -> AgentSpec:
     """The ``AgentSpec`` of the body at ``prefix`` of a validated document."""
-    body: dict[str, Any] = doc.data
+    node: Any = doc.data
     for part in prefix:
-        body = body[part]
+        node = node[part]
+    body: dict[str, Any] = node
     name = body.get("name") or (str(prefix[-1]) if prefix else "")
     prompts = body.get("prompts", {})
     selector = body.get("selector", {})

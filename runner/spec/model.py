@@ -122,6 +122,8 @@ class ToolSourceSpec:
     mcp: McpServerSpec | None = None
     description: str | None = None
     index: int = 0
+    line: int = 0
+    column: int = 0
 
     @property
     def label(self) -> str:

@@ -1,0 +1,172 @@
+"""Rendering loop events: the answer on stdout, progress on stderr (rich on a terminal), or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from runner.loop.events import (
+    AssistantMessage,
+    LoopEvent,
+    Note,
+    ReasoningChunk,
+    StepStarted,
+    TextChunk,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    UsageUpdate,
+)
+from runner.models.base import Usage
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def usage_line(usage: Usage) -> str:
+    """One line summing a session's usage."""
+    line = (
+        f"usage: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion = "
+        f"{usage.total_tokens} tokens"
+    )
+    if usage.cost_usd is not None:
+        line += f", ${usage.cost_usd:.6f}"
+    return line
+
+
+class ConsoleOutput:
+    """Human output: streamed text to stdout, steps/tools/notes to stderr."""
+
+    def __init__(
+        self,
+        *,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        thinking: bool = True,
+        color: bool | None = None,
+    ) -> None:
+        self.out = stdout or sys.stdout
+        self.err = stderr or sys.stderr
+        self.thinking = thinking
+        self.color = self.err.isatty() if color is None else color
+        self._console: Any = None
+        self._open_line = False
+        self._in_reasoning = False
+        self.usage = Usage()
+
+    def _line(self, text: str, style: str = "") -> None:
+        if self._open_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._open_line = False
+        if self.color:
+            if self._console is None:
+                from rich.console import Console
+
+                self._console = Console(file=self.err, highlight=False, soft_wrap=True)
+            self._console.print(text, style=style or None, markup=False)
+        else:
+            self.err.write(text + "\n")
+            self.err.flush()
+
+    def __call__(self, event: LoopEvent) -> None:
+        if isinstance(event, TextChunk):
+            if self._in_reasoning:
+                self._in_reasoning = False
+                self.err.write("\n")
+            self.out.write(event.text)
+            self.out.flush()
+            self._open_line = not event.text.endswith("\n")
+        elif isinstance(event, ReasoningChunk):
+            if self.thinking:
+                self._in_reasoning = True
+                self.err.write(f"\x1b[2m{event.text}\x1b[0m" if self.color else event.text)
+                self.err.flush()
+        elif isinstance(event, StepStarted):
+            self._line(f"· turn {event.turn} step {event.step}", "dim")
+        elif isinstance(event, ToolStarted):
+            args = json.dumps(event.arguments, ensure_ascii=False)
+            self._line(f"→ {event.name} {_short(args)}", "cyan")
+        elif isinstance(event, ToolFinished):
+            r = event.result
+            mark = "✗" if r.is_error else "←"
+            self._line(
+                f"{mark} {r.name} ({r.duration_s * 1000:.0f} ms) {_short(r.content)}",
+                "red" if r.is_error else "green",
+            )
+        elif isinstance(event, Note):
+            prefix = {"info": "note", "warning": "warning", "error": "error"}[event.level]
+            self._line(
+                f"{prefix}: {event.text}", {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
+            )
+        elif isinstance(event, UsageUpdate):
+            self.usage = event.session
+        elif isinstance(event, TurnEnded):
+            if self._open_line:
+                self.out.write("\n")
+                self.out.flush()
+                self._open_line = False
+        elif isinstance(event, AssistantMessage):
+            pass
+
+    def finish(self) -> None:
+        """Print the session's usage on stderr."""
+        self._line(usage_line(self.usage), "dim")
+
+
+class JsonOutput:
+    """``--json``: one JSON object per line on stdout (message, tool_call, tool_result, usage, end...)."""
+
+    def __init__(self, *, stdout: TextIO | None = None, thinking: bool = True) -> None:
+        self.out = stdout or sys.stdout
+        self.thinking = thinking
+        self.usage = Usage()
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+    def __call__(self, event: LoopEvent) -> None:
+        if isinstance(event, AssistantMessage):
+            self._emit({"type": "message", "message": event.message})
+        elif isinstance(event, ToolStarted):
+            self._emit(
+                {"type": "tool_call", "id": event.call_id, "name": event.name, "arguments": event.arguments}
+            )
+        elif isinstance(event, ToolFinished):
+            r = event.result
+            self._emit(
+                {
+                    "type": "tool_result",
+                    "id": r.call_id,
+                    "name": r.name,
+                    "content": r.content,
+                    "is_error": r.is_error,
+                    "duration_s": round(r.duration_s, 4),
+                }
+            )
+        elif isinstance(event, UsageUpdate):
+            self.usage = event.session
+            self._emit({"type": "usage", "call": _usage(event.call), "session": _usage(event.session)})
+        elif isinstance(event, Note):
+            self._emit({"type": "note", "level": event.level, "text": event.text})
+        elif isinstance(event, TurnEnded):
+            self._emit({"type": "turn_end", "output": event.output, "reason": event.reason})
+        elif isinstance(event, ReasoningChunk) and self.thinking:
+            self._emit({"type": "reasoning", "text": event.text})
+
+    def finish(self) -> None:
+        """The closing ``end`` record."""
+        self._emit({"type": "end", "usage": _usage(self.usage)})
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "cost_usd": usage.cost_usd,
+    }

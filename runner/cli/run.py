@@ -1,0 +1,223 @@
+"""``runner run`` / ``runner resume``: drive a session from the terminal.
+
+The session lives in an asyncio loop on a background thread (it owns MCP sessions and HTTP clients
+for its whole life); the main thread reads the user's input (with readline) and turns Ctrl+C into
+``session.interrupt()`` during a step, or into clearing the queue at the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from runner.cli.output import ConsoleOutput, JsonOutput
+from runner.errors import Interrupted, RunnerError
+from runner.loop.runtime import SessionConfig, open_session
+from runner.loop.session import ConfirmAnswer, RunOptions, Session, TurnResult
+from runner.spec.model import AgentSpec
+from runner.store.transcript import Transcript
+from runner.tools.base import Tool
+
+T = TypeVar("T")
+
+LIMIT_REASONS = ("limit", "max_steps", "repeat")
+
+
+@dataclass
+class RunRequest:
+    """Everything ``runner run`` was asked to do."""
+
+    spec: AgentSpec
+    prompts: list[str] = field(default_factory=list)
+    interactive: bool = False
+    options: RunOptions = field(default_factory=RunOptions)
+    config: SessionConfig = field(default_factory=SessionConfig)
+    json_output: bool = False
+    thinking: bool = True
+    resume: Transcript | None = None
+
+
+class SessionThread:
+    """Runs one session inside an event loop on a background thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run_loop, name="runner-session", daemon=True)
+        self.inbox: asyncio.Queue[
+            tuple[Callable[[Session], Awaitable[Any]], concurrent.futures.Future[Any]] | None
+        ]
+        self.session: Session | None = None
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def start(self, request: RunRequest, sink: Any) -> concurrent.futures.Future[None]:
+        """Open the session in the loop thread; returns the future of its whole life."""
+        self.thread.start()
+        ready: concurrent.futures.Future[Session] = concurrent.futures.Future()
+
+        async def life() -> None:
+            self.inbox = asyncio.Queue()
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=max(32, request.spec.limits.max_parallel))
+            )
+            try:
+                async with open_session(
+                    request.spec,
+                    sink=sink,
+                    options=request.options,
+                    config=request.config,
+                    resume=request.resume,
+                ) as session:
+                    self.session = session
+                    ready.set_result(session)
+                    while (item := await self.inbox.get()) is not None:
+                        fn, future = item
+                        try:
+                            future.set_result(await fn(session))
+                        except BaseException as exc:  # handed to the main thread
+                            future.set_exception(exc)
+                            if not isinstance(exc, Exception):
+                                raise
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                raise
+
+        lifetime = asyncio.run_coroutine_threadsafe(life(), self.loop)
+        wait_interruptibly(ready, on_interrupt=lambda: None)
+        return lifetime
+
+    def call(self, fn: Callable[[Session], Awaitable[T]]) -> T:
+        """Run ``fn(session)`` in the loop; Ctrl+C meanwhile interrupts the running step."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self.inbox.put_nowait, (fn, future))
+        return wait_interruptibly(future, on_interrupt=self.interrupt)
+
+    def interrupt(self) -> None:
+        """Ask the session to stop its step (thread-safe)."""
+        if self.session is not None:
+            self.loop.call_soon_threadsafe(self.session.interrupt)
+
+    def stop(self, lifetime: concurrent.futures.Future[None]) -> None:
+        """Close the session (session_end hooks, connections) and the loop."""
+        if lifetime.done():
+            lifetime.result()
+        else:
+            self.loop.call_soon_threadsafe(self.inbox.put_nowait, None)
+            wait_interruptibly(lifetime, on_interrupt=lambda: None)
+        asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def wait_interruptibly(future: concurrent.futures.Future[T], *, on_interrupt: Callable[[], None]) -> T:
+    """Wait for ``future``; each Ctrl+C calls ``on_interrupt`` and keeps waiting."""
+    while True:
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            on_interrupt()
+
+
+def _ask(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except EOFError:
+        return "n"
+
+
+def make_confirm(
+    thread_safe_input: Callable[[str], str],
+) -> Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]:
+    """An interactive confirmation: y / n / always."""
+
+    async def confirm(tool: Tool, arguments: dict[str, Any]) -> ConfirmAnswer:
+        import json
+
+        text = f"run {tool.name} {json.dumps(arguments, ensure_ascii=False)[:300]}? [y/n/a(lways)] "
+        while True:
+            answer = (await asyncio.to_thread(thread_safe_input, text)).strip().lower()
+            if answer in ("y", "yes"):
+                return "yes"
+            if answer in ("n", "no", ""):
+                return "no"
+            if answer in ("a", "always"):
+                return "always"
+
+    return confirm
+
+
+def execute(request: RunRequest) -> int:
+    """Run the session as asked; the exit code (0, 3 limit, 130 interrupted)."""
+    output: ConsoleOutput | JsonOutput
+    if request.json_output:
+        output = JsonOutput(thinking=request.thinking)
+    else:
+        output = ConsoleOutput(thinking=request.thinking)
+    if request.interactive and request.options.confirm is None:
+        request.options.confirm = make_confirm(_ask)
+    worker = SessionThread()
+    lifetime = worker.start(request, output)
+    code = 0
+    try:
+        session = worker.session
+        assert session is not None
+        for prompt in request.prompts:
+            session.enqueue(prompt)
+        if request.resume is not None and session.needs_continuation():
+            code = max(code, _code(worker.call(lambda s: s.run_turn(None)), request.interactive))
+        code = max(code, _drain(worker, request.interactive))
+        if request.interactive:
+            from runner.cli.interactive import Repl
+
+            Repl(worker, output).loop()
+    finally:
+        worker.stop(lifetime)
+        output.finish()
+    if code == 130:
+        raise Interrupted("interrupted")
+    return code
+
+
+def _drain(worker: SessionThread, interactive: bool) -> int:
+    """Run queued inputs until the queue is empty; the worst exit code seen."""
+    code = 0
+    session = worker.session
+    assert session is not None
+    while session.queue:
+        text = session.queue.popleft()
+        result = worker.call(lambda s, t=text: s.run_turn(t))  # type: ignore[misc]
+        code = max(code, _code(result, interactive))
+        if result.reason == "interrupted" and not interactive:
+            return 130
+        if result.reason in LIMIT_REASONS and result.limit is not None and result.limit.limit == "max_turns":
+            break
+    return code
+
+
+def _code(result: TurnResult, interactive: bool) -> int:
+    if result.reason == "interrupted":
+        return 0 if interactive else 130
+    if result.reason in LIMIT_REASONS:
+        return 3
+    return 0
+
+
+def transcript_home(config: SessionConfig) -> Path:
+    """Where this run's transcripts go."""
+    return config.home
+
+
+def print_error(error: RunnerError) -> None:
+    """Used by the REPL for errors that do not end the session."""
+    sys.stderr.write(f"error: {error}\n")

@@ -1,0 +1,97 @@
+"""What the loop reports while it runs; the CLI and the server render these, the loop never prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from runner.models.base import Usage
+from runner.tools.base import ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A piece of the assistant's text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    """A piece of the model's reasoning (shown dimmed, never sent back)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    """A step begins (1-based turn and step numbers)."""
+
+    turn: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """The assistant message of a step, complete, as appended to the history."""
+
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    """A tool call passed its checks and is running."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    """A tool call's result (also for refused, denied or failed calls)."""
+
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something the user should know: a limit, a hook failure, a dropped message."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdate:
+    """Usage after a model call: of that call and of the session so far."""
+
+    call: Usage
+    session: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """A turn ended: its final text and why it ended."""
+
+    output: str
+    reason: str
+
+
+LoopEvent = (
+    TextChunk
+    | ReasoningChunk
+    | StepStarted
+    | AssistantMessage
+    | ToolStarted
+    | ToolFinished
+    | Note
+    | UsageUpdate
+    | TurnEnded
+)
+EventSink = Callable[[LoopEvent], None]
+
+
+def ignore_events(event: LoopEvent) -> None:
+    """An ``EventSink`` that drops everything."""

@@ -1,0 +1,237 @@
+"""Hook chains (SPEC section 6): ``python``, ``command`` and ``message`` hooks at nine events.
+
+A chain runs in order; each hook sees what earlier ones changed (arguments, output); ``stop`` or
+``deny`` ends the chain. A hook that fails is reported and the loop goes on, unless the hook is
+``required``, which turns its failure into a stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.spec.imports import resolve_callable
+from runner.spec.model import AgentSpec, HookSpec
+
+#: Events whose messages go to the history; the others' go to the prompt queue.
+HISTORY_EVENTS = frozenset({"session_start", "turn_pre", "step_pre"})
+QUEUE_EVENTS = frozenset({"turn_post", "loop_continue"})
+
+
+@dataclass
+class HookEvent:
+    """What a hook is told: the event, where the loop is, and the history so far."""
+
+    event: str
+    agent: str
+    session_id: str
+    turn: int
+    step: int
+    messages: list[dict[str, Any]]
+    message: dict[str, Any] | None = None
+    tool_call: dict[str, Any] | None = None
+    output: str | None = None
+    is_error: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object a command hook reads on stdin (unset per-event fields left out)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class HookResult:
+    """What a hook may answer; every field is optional."""
+
+    messages: list[Any] = field(default_factory=list)
+    stop: bool = False
+    reason: str | None = None
+    deny: bool = False
+    arguments: dict[str, Any] | None = None
+    output: str | None = None
+
+    @classmethod
+    def coerce(cls, value: Any) -> HookResult:
+        """A hook's return value as a ``HookResult``: None, a HookResult, a mapping or a string."""
+        if value is None:
+            return cls()
+        if isinstance(value, HookResult):
+            return value
+        if isinstance(value, str):
+            return cls(messages=[value] if value.strip() else [])
+        if isinstance(value, dict):
+            unknown = set(value) - set(cls.__dataclass_fields__)
+            if unknown:
+                raise ValueError(f"unknown HookResult field(s): {', '.join(sorted(unknown))}")
+            data = dict(value)
+            messages = data.pop("messages", None) or []
+            if isinstance(messages, str | dict):
+                messages = [messages]
+            if data.get("arguments") is not None and not isinstance(data["arguments"], dict):
+                raise ValueError("'arguments' must be an object")
+            if data.get("output") is not None and not isinstance(data["output"], str):
+                data["output"] = json.dumps(data["output"], ensure_ascii=False)
+            return cls(messages=list(messages), **data)
+        raise ValueError(
+            f"a hook must return None, a HookResult, a dict or a string, not {type(value).__name__}"
+        )
+
+
+@dataclass
+class ChainOutcome:
+    """The combined result of one event's chain."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    stop: bool = False
+    deny: bool = False
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    output: str | None = None
+
+
+class HookFailed(Exception):
+    """One hook could not run or answered something unusable."""
+
+
+FailureReporter = Callable[[HookSpec, str, str], None]
+MessageRenderer = Callable[[HookSpec, HookEvent], str]
+
+
+def _as_message(item: Any, role: str = "user") -> dict[str, Any]:
+    if isinstance(item, dict) and "content" in item:
+        return {"role": item.get("role", role), "content": str(item["content"])}
+    return {"role": role, "content": str(item)}
+
+
+class HookRunner:
+    """Runs the hook chains of one agent."""
+
+    def __init__(
+        self, spec: AgentSpec, *, render_message: MessageRenderer, on_failure: FailureReporter
+    ) -> None:
+        self.chains = spec.hooks
+        self.render_message = render_message
+        self.on_failure = on_failure
+        self._callables: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    def has(self, event: str) -> bool:
+        """Whether any hook listens to ``event`` (so the loop can skip building the event)."""
+        return bool(self.chains.get(event))
+
+    async def run(self, event: HookEvent) -> ChainOutcome:
+        """Run the chain of ``event.event``; never raises for a failing hook."""
+        outcome = ChainOutcome()
+        for hook in self.chains.get(event.event, ()):
+            try:
+                result = await self._run_one(hook, event)
+            except HookFailed as exc:
+                self.on_failure(hook, event.event, str(exc))
+                if hook.required:
+                    outcome.deny = event.event == "tool_pre"
+                    outcome.stop = not outcome.deny
+                    outcome.reason = f"a required hook failed: {exc}"
+                    break
+                continue
+            outcome.messages.extend(
+                _as_message(m, hook.role if hook.kind == "message" else "user") for m in result.messages
+            )
+            if result.arguments is not None and event.tool_call is not None:
+                outcome.arguments = result.arguments
+                event.tool_call = {**event.tool_call, "arguments": result.arguments}
+            if result.output is not None:
+                outcome.output = result.output
+                event.output = result.output
+            if result.stop or result.deny:
+                outcome.stop = result.stop
+                outcome.deny = result.deny or (result.stop and event.event == "tool_pre")
+                outcome.reason = result.reason
+                break
+        return outcome
+
+    async def _run_one(self, hook: HookSpec, event: HookEvent) -> HookResult:
+        if hook.kind == "message":
+            try:
+                return HookResult(messages=[self.render_message(hook, event)])
+            except ConfigError as exc:
+                raise HookFailed(str(exc)) from None
+        if hook.kind == "python":
+            return await self._run_python(hook, event)
+        return await self._run_command(hook, event)
+
+    async def _run_python(self, hook: HookSpec, event: HookEvent) -> HookResult:
+        key = (str(hook.base_dir), hook.value)
+        fn = self._callables.get(key)
+        if fn is None:
+            try:
+                found = resolve_callable(hook.value, hook.base_dir)
+            except ConfigError as exc:
+                raise HookFailed(exc.message) from None
+            if not callable(found):
+                raise HookFailed(f"{hook.value} is not callable")
+            fn = self._callables[key] = found
+        try:
+            if inspect.iscoroutinefunction(fn):
+                value = await asyncio.wait_for(fn(event), hook.timeout_s)
+            else:
+                value = await asyncio.wait_for(asyncio.to_thread(fn, event), hook.timeout_s)
+            return HookResult.coerce(value)
+        except TimeoutError:
+            raise HookFailed(f"{hook.value} timed out after {hook.timeout_s:g} s") from None
+        except Exception as exc:
+            raise HookFailed(f"{hook.value} raised {type(exc).__name__}: {exc}") from None
+
+    async def _run_command(self, hook: HookSpec, event: HookEvent) -> HookResult:
+        payload = json.dumps(event.to_json(), ensure_ascii=False, default=str).encode()
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                hook.value,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=hook.base_dir,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise HookFailed(f"cannot start `{hook.value}`: {exc}") from None
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(payload), hook.timeout_s)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            _kill_group(proc)
+            await proc.wait()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise HookFailed(f"`{hook.value}` timed out after {hook.timeout_s:g} s") from None
+        stdout = out.decode(errors="replace").strip()
+        stderr = err.decode(errors="replace").strip()
+        if proc.returncode == 0:
+            if stdout.startswith("{"):
+                try:
+                    data = json.loads(stdout)
+                except json.JSONDecodeError:
+                    data = None
+                if isinstance(data, dict):
+                    try:
+                        return HookResult.coerce(data)
+                    except (ValueError, TypeError) as exc:
+                        raise HookFailed(f"`{hook.value}` printed an invalid HookResult: {exc}") from None
+            return HookResult(messages=[stdout] if stdout else [])
+        if proc.returncode == 2:
+            reason = stderr or f"`{hook.value}` exited with 2"
+            if event.event == "tool_pre":
+                return HookResult(deny=True, reason=reason)
+            return HookResult(stop=True, reason=reason)
+        tail = (stderr or stdout)[-300:]
+        raise HookFailed(f"`{hook.value}` exited with {proc.returncode}" + (f": {tail}" if tail else ""))
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

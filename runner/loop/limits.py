@@ -1,0 +1,87 @@
+"""Limits and budgets (SPEC section 9): what is counted, and the checks that end a turn."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runner.errors import LimitReached
+from runner.models.base import Usage
+from runner.spec.model import LimitsSpec
+
+
+@dataclass
+class Budget:
+    """Session-wide counters checked against ``limits`` before every step."""
+
+    limits: LimitsSpec
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    turns: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, usage: Usage) -> None:
+        """Count a model call's usage (sub-agents and selectors included)."""
+        self.usage = self.usage + usage
+
+    def remaining_s(self) -> float | None:
+        """Seconds left of ``limits.timeout_s``, or None when unlimited."""
+        if self.limits.timeout_s is None:
+            return None
+        return self.limits.timeout_s - (time.monotonic() - self.started)
+
+    def check(self) -> None:
+        """Raise ``LimitReached`` when a token, cost or time budget is spent."""
+        limits = self.limits
+        used = self.usage.total_tokens
+        if limits.max_tokens is not None and used >= limits.max_tokens:
+            raise LimitReached(
+                f"the session used {used} tokens (limits.max_tokens = {limits.max_tokens})",
+                limit="max_tokens",
+            )
+        cost = self.usage.cost_usd
+        if limits.max_cost_usd is not None and cost is not None and cost >= limits.max_cost_usd:
+            raise LimitReached(
+                f"the session cost ${cost:.4f} (limits.max_cost_usd = {limits.max_cost_usd})",
+                limit="max_cost_usd",
+            )
+        remaining = self.remaining_s()
+        if remaining is not None and remaining <= 0:
+            raise LimitReached(
+                f"the session ran {limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
+            )
+
+    def check_turn(self) -> None:
+        """Raise ``LimitReached`` when another turn would exceed ``max_turns``."""
+        if self.turns >= self.limits.max_turns:
+            raise LimitReached(
+                f"the session reached {self.turns} turns (limits.max_turns)", limit="max_turns"
+            )
+
+
+RepeatVerdict = Literal["ok", "warn", "stop"]
+
+
+class RepeatGuard:
+    """Counts identical (tool, arguments) calls within a turn: warn at ``max_repeat``, then stop."""
+
+    def __init__(self, max_repeat: int) -> None:
+        self.max_repeat = max_repeat
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def reset(self) -> None:
+        """Forget the counts (a new turn begins)."""
+        self.counts.clear()
+
+    def observe(self, name: str, arguments: dict[str, object]) -> tuple[RepeatVerdict, int]:
+        """Record one call; the verdict and how many times it has now been made."""
+        key = (name, json.dumps(arguments, sort_keys=True, default=str))
+        count = self.counts.get(key, 0) + 1
+        self.counts[key] = count
+        if count > self.max_repeat:
+            return "stop", count
+        if count == self.max_repeat:
+            return "warn", count
+        return "ok", count

@@ -1,0 +1,181 @@
+"""Opening and closing a session: model, tool sources, registry, transcript, hooks.
+
+``open_session`` is an async context manager: everything it opens (MCP sessions, HTTP clients,
+the model's connections, the transcript) is closed when it exits, in the task that opened it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ConfigError, ConfigErrors
+from runner.loop.events import EventSink
+from runner.loop.prompts import PromptRenderer
+from runner.loop.session import RunOptions, Session
+from runner.models.base import Model
+from runner.spec.model import AgentSpec, ModelSpec
+from runner.store.transcript import (
+    Redactor,
+    Transcript,
+    TranscriptWriter,
+    file_sha256,
+    git_state,
+    new_session_id,
+    sessions_dir,
+)
+from runner.tools.registry import ToolRegistry
+from runner.tools.sources import SourceContext, SourceFailure, load_sources
+
+
+@dataclass
+class SessionConfig:
+    """Where and how a session keeps its records."""
+
+    home: Path = Path(".runner")
+    fsync: bool = False
+    write_transcript: bool = True
+    default_model: str | None = None
+    model_override: str | None = None
+    openapi_cache_ttl_s: float = 3600.0
+    refresh_sources: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_model_spec(spec: AgentSpec, config: SessionConfig) -> ModelSpec:
+    """The model to use: ``--model`` over the agent's ``model:`` over ``RUNNER_DEFAULT_MODEL``."""
+    base = spec.model
+    if config.model_override:
+        return replace(base, id=config.model_override) if base else ModelSpec(id=config.model_override)
+    if base is not None:
+        return base
+    if config.default_model:
+        return ModelSpec(id=config.default_model)
+    raise ConfigError(
+        f"agent '{spec.name}' names no model",
+        file=str(spec.path),
+        hint="add `model: provider/name` to the file, pass --model, or set RUNNER_DEFAULT_MODEL",
+    )
+
+
+def check_function_calling(spec: AgentSpec, model: Model, registry: ToolRegistry) -> None:
+    """Until the non-native modes land, refuse an agent whose tools the model cannot call natively."""
+    if not len(registry):
+        return
+    mode = spec.function_calling
+    if mode in ("prompt", "inline"):
+        raise ConfigError(
+            f"function_calling: {mode} is not available in this version; use native or auto",
+            file=str(spec.path),
+        )
+    if mode == "auto" and model.supports_tools is False:
+        raise ConfigError(
+            f"model {model.name} does not support native tool calling (litellm's model information), "
+            "and the prompt and inline modes are not available in this version",
+            file=str(spec.path),
+            hint="set function_calling: native to try anyway, or choose a model with tool calling",
+        )
+
+
+def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErrors:
+    errors = []
+    for failure in failures:
+        s = failure.spec
+        errors.append(
+            ConfigError(
+                f"tool source {s.label} failed: {failure.error.message}",
+                file=str(spec.path),
+                line=s.line,
+                column=s.column,
+                path=f"tools[{s.index}]",
+                hint=failure.error.hint,
+            )
+        )
+    return ConfigErrors(errors)
+
+
+async def build_registry(
+    spec: AgentSpec, stack: AsyncExitStack, config: SessionConfig
+) -> tuple[ToolRegistry, list[str], list[SourceFailure]]:
+    """Open the agent's tool sources; the registry, server instructions and failed sources."""
+    ctx = SourceContext(
+        agent=spec,
+        cache_dir=config.home / "cache",
+        openapi_cache_ttl_s=config.openapi_cache_ttl_s,
+        refresh=config.refresh_sources,
+        default_timeout_s=spec.limits.tool_timeout_s,
+    )
+    loaded, failures = await load_sources(spec.tools, ctx, stack)
+    registry = ToolRegistry([(source, result.tools) for source, result in loaded])
+    instructions = [r.instructions for _, r in loaded if r.instructions]
+    return registry, instructions, failures
+
+
+@asynccontextmanager
+async def open_session(
+    spec: AgentSpec,
+    *,
+    sink: EventSink,
+    options: RunOptions | None = None,
+    config: SessionConfig | None = None,
+    model: Model | None = None,
+    resume: Transcript | None = None,
+) -> AsyncIterator[Session]:
+    """A ready session (sources open, ``session_start`` run); closed with everything it opened."""
+    options = options or RunOptions()
+    config = config or SessionConfig()
+    async with AsyncExitStack() as stack:
+        if model is None:
+            from runner.models.factory import make_model
+
+            model = make_model(resolve_model_spec(spec, config))
+        stack.push_async_callback(model.aclose)
+        registry, instructions, failures = await build_registry(spec, stack, config)
+        if failures:
+            raise _failures_error(spec, failures)
+        check_function_calling(spec, model, registry)
+        session_id = resume.session_id if resume is not None else new_session_id()
+        transcript = None
+        if config.write_transcript:
+            transcript = TranscriptWriter(
+                sessions_dir(config.home) / f"{session_id}.jsonl", Redactor(spec.secrets), fsync=config.fsync
+            )
+            stack.callback(transcript.close)
+            if resume is None:
+                transcript.header(
+                    session_id=session_id,
+                    agent=spec.name,
+                    agent_path=str(spec.path),
+                    agent_sha256=file_sha256(spec.path),
+                    git=git_state(spec.path),
+                    model=model.name,
+                )
+            else:
+                transcript.event("resume", agent_sha256=file_sha256(spec.path))
+        tools = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in registry.tools()
+        ]
+        renderer = PromptRenderer(spec, variables=options.variables, tools=tools)
+        session = Session(
+            spec,
+            session_id=session_id,
+            model=model,
+            registry=registry,
+            renderer=renderer,
+            transcript=transcript,
+            sink=sink,
+            options=options,
+            instructions=instructions,
+        )
+        if resume is not None:
+            session.restore(resume.messages())
+        elif not await session.start():
+            session.queue.clear()
+        try:
+            yield session
+        finally:
+            await session.end()

@@ -1,0 +1,688 @@
+"""The interpreter (SPEC section 5): a session runs turns; a turn runs steps.
+
+step = step_pre hooks -> limits -> build request -> generate (tools start as soon as their
+arguments are complete) -> generation_post -> append the assistant message -> execute its tool
+calls -> append one result per call, in call order. A turn ends when a reply has no tool call
+(structural stop), or on max_steps, a repeat, a budget, a hook's stop, a declined tool, Ctrl+C.
+
+Orchestration only: no printing (events go to an ``EventSink``), no provider code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runner.errors import LimitReached, RunnerError
+from runner.loop import context as ctxmod
+from runner.loop.events import (
+    AssistantMessage,
+    EventSink,
+    Note,
+    ReasoningChunk,
+    StepStarted,
+    TextChunk,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    UsageUpdate,
+)
+from runner.loop.hooks import HookEvent, HookRunner
+from runner.loop.limits import Budget, RepeatGuard
+from runner.loop.prompts import PromptRenderer
+from runner.models.base import (
+    Completed,
+    Model,
+    ReasoningDelta,
+    Reply,
+    Request,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+)
+from runner.spec.model import AgentSpec
+from runner.store.transcript import TranscriptWriter
+from runner.tools.base import RunContext, Tool, ToolResult
+from runner.tools.executor import CallDecision, execute_one, gather_in_order, interrupted_results
+from runner.tools.permissions import Permissions
+from runner.tools.registry import ToolRegistry
+
+StopReason = Literal["done", "max_steps", "limit", "repeat", "hook", "declined", "interrupted"]
+ConfirmAnswer = Literal["yes", "no", "always"]
+ConfirmFn = Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]
+
+NOTE_PREFIX = "[runner] "
+
+
+@dataclass
+class RunOptions:
+    """How this run differs from the agent file (CLI flags, request parameters)."""
+
+    variables: dict[str, Any] = field(default_factory=dict)
+    stream: bool | None = None
+    assume_yes: bool = False
+    confirm: ConfirmFn | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TurnResult:
+    """How a turn ended."""
+
+    output: str
+    reason: StopReason
+    steps: int
+    limit: LimitReached | None = None
+
+
+@dataclass
+class _TurnState:
+    steps: int = 0
+    stop: StopReason | None = None
+    stop_note: str | None = None
+    limit: LimitReached | None = None
+    output: str = ""
+    pending: list[ToolCall] = field(default_factory=list)
+    finished: dict[str, ToolResult] = field(default_factory=dict)
+    warned: dict[str, int] = field(default_factory=dict)
+
+
+class Session:
+    """One conversation with one agent: history, prompt queue, budgets, transcript."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        session_id: str,
+        model: Model,
+        registry: ToolRegistry,
+        renderer: PromptRenderer,
+        transcript: TranscriptWriter | None,
+        sink: EventSink,
+        options: RunOptions,
+        instructions: list[str] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.session_id = session_id
+        self.model = model
+        self.registry = registry
+        self.renderer = renderer
+        self.transcript = transcript
+        self.sink = sink
+        self.options = options
+        self.instructions = [i for i in instructions or [] if i.strip()]
+        self.limits = spec.limits
+        self.budget = Budget(spec.limits)
+        self.history: list[dict[str, Any]] = []
+        self.system: dict[str, Any] | None = None
+        self.queue: deque[str] = deque()
+        self.turn = 0
+        self.permissions = Permissions(spec.permissions)
+        self.always_allowed: set[str] = set()
+        self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
+        self.tool_ctx = RunContext(
+            session_id=session_id,
+            agent=spec.name,
+            vars=dict(renderer.variables),
+            workspace=spec.directory,
+            logger=logging.getLogger(f"runner.agent.{spec.name}"),
+        )
+        self.stream = spec.model.stream if spec.model else True
+        if options.stream is not None:
+            self.stream = options.stream
+        self._tools = registry.specs() or None
+        self._repeat = RepeatGuard(spec.limits.max_repeat)
+        self._errors: set[str] = set()
+        self._names: dict[str, str] = {}
+        self._chars = 0
+        self._input = ""
+        self._step_task: asyncio.Task[None] | None = None
+        self._interrupted = False
+        self.outputs: list[str] = []
+
+    # ----------------------------------------------------------------- history and records
+
+    def _append(self, message: dict[str, Any], **extra: Any) -> None:
+        self.history.append(message)
+        self._chars += ctxmod.message_chars(message)
+        if self.transcript is not None:
+            self.transcript.message(message, **extra)
+
+    def _event(self, name: str, **data: Any) -> None:
+        if self.transcript is not None:
+            self.transcript.event(name, **data)
+
+    def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
+        """Tell the user something (and record it)."""
+        self.sink(Note(text, level))
+
+    def restore(self, messages: list[dict[str, Any]]) -> None:
+        """Load a saved history (resume); the system message is kept as it was recorded."""
+        for message in messages:
+            if message.get("role") == "system" and self.system is None and not self.history:
+                self.system = message
+                continue
+            self.history.append(message)
+            self._chars += ctxmod.message_chars(message)
+            for call in message.get("tool_calls") or ():
+                self._names[call["id"]] = call["function"]["name"]
+        self.turn = sum(1 for m in self.history if m.get("role") == "user")
+        self.budget.turns = self.turn
+        self._answer_dangling_calls()
+
+    def _answer_dangling_calls(self) -> None:
+        """Give every unanswered tool call in the history a result (a crash mid-execution)."""
+        answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
+        for message in list(self.history):
+            for call in message.get("tool_calls") or ():
+                if call["id"] not in answered:
+                    self._append(
+                        self._tool_message(
+                            call["id"], "Not executed: the runner stopped before this call finished."
+                        ),
+                        name=call["function"]["name"],
+                    )
+
+    def needs_continuation(self) -> bool:
+        """Whether the history ends waiting for the model (a user message or tool results)."""
+        return bool(self.history) and self.history[-1].get("role") in ("user", "tool")
+
+    # ----------------------------------------------------------------- session
+
+    async def start(self) -> bool:
+        """Run ``session_start`` hooks; False when one of them stops the session."""
+        if not self.hooks.has("session_start"):
+            return True
+        outcome = await self.hooks.run(self._hook_event("session_start"))
+        for message in outcome.messages:
+            self._append(message)
+        if outcome.stop:
+            self.note(
+                f"session_start hook stopped the session: {outcome.reason or 'no reason given'}", "warning"
+            )
+            return False
+        return True
+
+    async def end(self) -> None:
+        """Run ``session_end`` hooks."""
+        if self.hooks.has("session_end"):
+            await self.hooks.run(self._hook_event("session_end"))
+
+    def enqueue(self, text: str, *, origin: str = "user") -> bool:
+        """Add an input to the prompt queue, within ``max_queue`` and ``max_turns``; False if dropped."""
+        if len(self.queue) >= self.limits.max_queue:
+            self.note(
+                f"dropped a queued message from {origin}: the queue is full "
+                f"(limits.max_queue = {self.limits.max_queue})",
+                "warning",
+            )
+            self._event("queue_drop", origin=origin, reason="max_queue")
+            return False
+        if origin != "user" and self.turn + len(self.queue) >= self.limits.max_turns:
+            self.note(
+                f"dropped a queued message from {origin}: it would exceed limits.max_turns "
+                f"({self.limits.max_turns})",
+                "warning",
+            )
+            self._event("queue_drop", origin=origin, reason="max_turns")
+            return False
+        self.queue.append(text)
+        return True
+
+    def interrupt(self) -> None:
+        """Ctrl+C: stop the running step (the turn then ends with every call answered)."""
+        if self._step_task is not None and not self._step_task.done():
+            self._interrupted = True
+            self._step_task.cancel()
+
+    def undo(self) -> int:
+        """Drop the last turn (from its user input on); how many messages were removed."""
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            content = message.get("content")
+            if message.get("role") == "user" and not (
+                isinstance(content, str) and content.startswith(NOTE_PREFIX)
+            ):
+                removed = len(self.history) - index
+                del self.history[index:]
+                self._chars = sum(ctxmod.message_chars(m) for m in self.history)
+                self.turn = max(0, self.turn - 1)
+                keep = len(self.history) + (1 if self.system is not None else 0)
+                self._event("undo", keep=keep, removed=removed)
+                return removed
+        return 0
+
+    def set_model(self, model: Model) -> None:
+        """Use another model from the next step on."""
+        self.model = model
+        self._event("model", model=model.name)
+
+    def set_variables(self, variables: dict[str, Any]) -> None:
+        """Change template variables; the system prompt is rendered again for the next request."""
+        self.renderer.variables.update(variables)
+        if self.system is not None:
+            self._render_system(self._input)
+        self._event("vars", names=sorted(variables))
+
+    # ----------------------------------------------------------------- turn
+
+    async def run_turn(self, text: str | None) -> TurnResult:
+        """Run one turn on ``text`` (None continues a resumed history without a new message)."""
+        try:
+            self.budget.check_turn()
+        except LimitReached as exc:
+            return self._end_turn(_TurnState(limit=exc, stop="limit", stop_note=exc.message))
+        self.turn += 1
+        self.budget.turns = self.turn
+        self._repeat.reset()
+        state = _TurnState()
+        if text is not None:
+            self._input = text
+            if self.system is None:
+                self._render_system(text)
+            self._append(self.renderer.user(text))
+            if self.hooks.has("turn_pre"):
+                outcome = await self.hooks.run(self._hook_event("turn_pre"))
+                for message in outcome.messages:
+                    self._append(message)
+                if outcome.stop:
+                    state.stop, state.stop_note = "hook", outcome.reason or "a turn_pre hook stopped the turn"
+        elif self.system is None:
+            self._render_system(self._input)
+        try:
+            await self._run_steps(state)
+        except RunnerError as exc:
+            self._finish_pending(state, f"Not executed: {exc.message}")
+            self._event("error", error=type(exc).__name__, message=exc.message)
+            raise
+        result = self._end_turn(state)
+        if state.stop != "interrupted":
+            await self._after_turn()
+        return result
+
+    async def _run_steps(self, state: _TurnState) -> None:
+        while state.stop is None:
+            self._step_task = asyncio.create_task(self._step(state))
+            try:
+                await self._guarded(self._step_task)
+            except asyncio.CancelledError:
+                if not self._interrupted:
+                    raise
+                self._interrupted = False
+                self._finish_pending(state, "Interrupted by the user.")
+                state.stop, state.stop_note = "interrupted", "interrupted by the user"
+            except LimitReached as exc:
+                self._finish_pending(state, f"Not executed: {exc.message}.")
+                state.stop, state.limit, state.stop_note = "limit", exc, exc.message
+            finally:
+                self._step_task = None
+
+    async def _guarded(self, task: asyncio.Task[None]) -> None:
+        remaining = self.budget.remaining_s()
+        if remaining is None:
+            await task
+            return
+        try:
+            async with asyncio.timeout(max(remaining, 0.001)):
+                await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            raise LimitReached(
+                f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
+            ) from None
+
+    def _end_turn(self, state: _TurnState) -> TurnResult:
+        reason: StopReason = state.stop or "done"
+        if state.stop_note and reason not in ("done", "declined"):
+            note = f"The turn was stopped: {state.stop_note}."
+            self._append({"role": "user", "content": NOTE_PREFIX + note})
+            self._event(
+                "limit" if reason in ("limit", "max_steps", "repeat") else reason,
+                reason=reason,
+                note=state.stop_note,
+            )
+            self.note(note, "warning" if reason != "interrupted" else "info")
+        self.outputs.append(state.output)
+        self.sink(TurnEnded(state.output, reason))
+        return TurnResult(state.output, reason, state.steps, state.limit)
+
+    async def _after_turn(self) -> None:
+        for event in ("turn_post", "loop_continue"):
+            if self.hooks.has(event):
+                outcome = await self.hooks.run(self._hook_event(event))
+                for message in outcome.messages:
+                    self.enqueue(str(message["content"]), origin=f"{event} hook")
+
+    def _finish_pending(self, state: _TurnState, reason: str) -> None:
+        if not state.pending:
+            return
+        results = interrupted_results(state.pending, list(state.finished.values()), reason=reason)
+        for result in results:
+            self._append_result(result)
+        state.pending = []
+
+    # ----------------------------------------------------------------- step
+
+    async def _step(self, state: _TurnState) -> None:
+        if self.hooks.has("step_pre"):
+            outcome = await self.hooks.run(self._hook_event("step_pre", step=state.steps + 1))
+            for message in outcome.messages:
+                self._append(message)
+            if outcome.stop:
+                state.stop, state.stop_note = "hook", outcome.reason or "a step_pre hook stopped the turn"
+                return
+        if state.steps >= self.limits.max_steps:
+            state.stop = "max_steps"
+            state.stop_note = f"it reached limits.max_steps ({self.limits.max_steps} steps)"
+            state.limit = LimitReached(state.stop_note, limit="max_steps")
+            return
+        self.budget.check()
+        state.steps += 1
+        self.sink(StepStarted(self.turn, state.steps))
+        self._fit_context()
+        request = self._request()
+        eager = not self.hooks.has("generation_post")
+        started: dict[str, asyncio.Task[ToolResult]] = {}
+        semaphore = asyncio.Semaphore(self.limits.max_parallel)
+        try:
+            reply = await self._generate(request, state, started if eager else None, semaphore)
+        except BaseException:
+            for task in started.values():
+                task.cancel()
+            raise
+        self.budget.add(reply.usage)
+        self.sink(UsageUpdate(reply.usage, self.budget.usage))
+        message = reply.message()
+        if self.hooks.has("generation_post"):
+            outcome = await self.hooks.run(
+                self._hook_event("generation_post", step=state.steps, message=message)
+            )
+            if outcome.stop:
+                state.stop, state.stop_note = (
+                    "hook",
+                    outcome.reason or "a generation_post hook stopped the turn",
+                )
+        extra: dict[str, Any] = {"usage": _usage_dict(reply)}
+        if reply.reasoning:
+            extra["reasoning"] = reply.reasoning
+        self._append(message, **extra)
+        self.sink(AssistantMessage(message))
+        state.output = reply.content or ""
+        if not reply.tool_calls:
+            state.stop = state.stop or "done"
+            return
+        for call in reply.tool_calls:
+            self._names[call.id] = call.name
+        state.pending = list(reply.tool_calls)
+        if state.stop is not None:
+            self._finish_pending(state, f"Not executed: {state.stop_note}.")
+            return
+        tasks = [
+            started.get(call.id) or asyncio.create_task(self._execute(call, state, semaphore))
+            for call in reply.tool_calls
+        ]
+        results = await gather_in_order(tasks)
+        for result in results:
+            self._append_result(result)
+        state.pending = []
+
+    async def _generate(
+        self,
+        request: Request,
+        state: _TurnState,
+        started: dict[str, asyncio.Task[ToolResult]] | None,
+        semaphore: asyncio.Semaphore,
+    ) -> Reply:
+        if not self.stream:
+            reply = await self.model.complete(request)
+            if reply.reasoning:
+                self.sink(ReasoningChunk(reply.reasoning))
+            if reply.content:
+                self.sink(TextChunk(reply.content))
+            return reply
+        async with contextlib.aclosing(self.model.stream(request)) as events:
+            return await self._consume(events, state, started, semaphore)
+
+    async def _consume(
+        self,
+        events: AsyncIterator[StreamEvent],
+        state: _TurnState,
+        started: dict[str, asyncio.Task[ToolResult]] | None,
+        semaphore: asyncio.Semaphore,
+    ) -> Reply:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                self.sink(TextChunk(event.text))
+            elif isinstance(event, ToolCallReady):
+                if started is not None:
+                    started[event.call.id] = asyncio.create_task(self._execute(event.call, state, semaphore))
+            elif isinstance(event, ReasoningDelta):
+                self.sink(ReasoningChunk(event.text))
+            elif isinstance(event, Completed):
+                return event.reply
+        raise RuntimeError("the model's stream ended without a Completed event")
+
+    def _request(self) -> Request:
+        messages = [self.system, *self.history] if self.system is not None else list(self.history)
+        status = self.renderer.status(self._input)
+        if status is not None:
+            messages.append(status)
+        params = dict(self.options.params)
+        return Request(
+            model=self.model.name, messages=messages, tools=self._tools, params=params, stream=self.stream
+        )
+
+    # ----------------------------------------------------------------- tools
+
+    async def _execute(self, call: ToolCall, state: _TurnState, semaphore: asyncio.Semaphore) -> ToolResult:
+        async def before(c: Any, tool: Tool, arguments: dict[str, Any]) -> CallDecision | None:
+            return await self._before_tool(call, tool, arguments, state)
+
+        async def after(c: Any, tool: Tool, result: ToolResult) -> ToolResult | str | None:
+            return await self._after_tool(call, result, state)
+
+        result = await execute_one(
+            call,
+            self.registry,
+            self.tool_ctx,
+            default_timeout_s=self.limits.tool_timeout_s,
+            output_chars=self.limits.tool_output_chars,
+            before=before,
+            after=after,
+            semaphore=semaphore,
+        )
+        state.finished[call.id] = result
+        if result.is_error and call.id not in state.warned:
+            self._errors.add(call.id)
+        return result
+
+    async def _before_tool(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any], state: _TurnState
+    ) -> CallDecision | None:
+        self.budget.tool_calls += 1
+        if self.budget.tool_calls > self.limits.max_tool_calls:
+            note = f"the session reached limits.max_tool_calls ({self.limits.max_tool_calls})"
+            state.stop, state.stop_note = "limit", note
+            state.limit = LimitReached(note, limit="max_tool_calls")
+            return CallDecision.deny(f"Not executed: {note}.")
+        verdict, count = self._repeat.observe(tool.name, arguments)
+        if verdict == "stop":
+            note = f"{tool.name} was called {count} times with the same arguments (limits.max_repeat)"
+            state.stop, state.stop_note = "repeat", note
+            state.limit = LimitReached(note, limit="max_repeat")
+            return CallDecision.deny(f"Not executed: {note}; the turn stops.")
+        if verdict == "warn":
+            state.warned[call.id] = count
+        decision = await self._permission(tool, arguments, state)
+        if decision is not None:
+            return decision
+        if self.hooks.has("tool_pre"):
+            event = self._hook_event(
+                "tool_pre",
+                step=state.steps,
+                tool_call={"id": call.id, "name": tool.name, "arguments": arguments},
+            )
+            outcome = await self.hooks.run(event)
+            if outcome.stop and not outcome.deny:
+                state.stop, state.stop_note = "hook", outcome.reason or "a tool_pre hook stopped the turn"
+            if outcome.deny:
+                if outcome.stop or "required hook failed" in (outcome.reason or ""):
+                    state.stop = state.stop or "hook"
+                    state.stop_note = state.stop_note or outcome.reason
+                return CallDecision.deny(f"Denied by a hook: {outcome.reason or 'no reason given'}")
+            if outcome.arguments is not None:
+                arguments = outcome.arguments
+                self.sink(ToolStarted(call.id, tool.name, arguments))
+                return CallDecision.replace(arguments)
+        self.sink(ToolStarted(call.id, tool.name, arguments))
+        return None
+
+    async def _permission(
+        self, tool: Tool, arguments: dict[str, Any], state: _TurnState
+    ) -> CallDecision | None:
+        match = self.permissions.check(tool.name, arguments) if self.permissions else None
+        verdict = match.verdict if match is not None else None
+        if verdict == "deny":
+            assert match is not None
+            return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'.")
+        if verdict == "allow" or not (verdict == "ask" or tool.confirm):
+            return None
+        if self.options.assume_yes or tool.name in self.always_allowed:
+            return None
+        if self.options.confirm is None:
+            return CallDecision.deny(
+                f"Refused: {tool.name} needs the user's confirmation and this run is not interactive "
+                "(run with --yes to allow it)."
+            )
+        answer = await self.options.confirm(tool, arguments)
+        if answer == "always":
+            self.always_allowed.add(tool.name)
+            return None
+        if answer == "yes":
+            return None
+        state.stop, state.stop_note = "declined", f"the user declined {tool.name}"
+        return CallDecision.deny("The user declined this tool call.")
+
+    async def _after_tool(
+        self, call: ToolCall, result: ToolResult, state: _TurnState
+    ) -> ToolResult | str | None:
+        content = result.content
+        if self.hooks.has("tool_post"):
+            event = self._hook_event(
+                "tool_post",
+                step=state.steps,
+                tool_call={"id": call.id, "name": result.name, "arguments": result.arguments or {}},
+                output=content,
+                is_error=result.is_error,
+            )
+            outcome = await self.hooks.run(event)
+            if outcome.output is not None:
+                content = outcome.output
+            if outcome.stop:
+                state.stop, state.stop_note = "hook", outcome.reason or "a tool_post hook stopped the turn"
+        count = state.warned.get(call.id)
+        if count is not None:
+            content += (
+                f"\n\n{NOTE_PREFIX}You have called {result.name} {count} times with the same arguments in "
+                "this turn. Change course: use the results you have, or try something different."
+            )
+        return content if content != result.content else None
+
+    def _tool_message(self, call_id: str, content: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+    def _append_result(self, result: ToolResult) -> None:
+        if result.is_error:
+            self._errors.add(result.call_id)
+        self._append(
+            self._tool_message(result.call_id, result.content),
+            name=result.name,
+            is_error=result.is_error or None,
+            duration_s=round(result.duration_s, 4),
+        )
+        self.sink(ToolFinished(result))
+
+    # ----------------------------------------------------------------- prompts and context
+
+    def _render_system(self, first_input: str) -> None:
+        system = self.renderer.system(first_input)
+        if self.instructions:
+            text = "\n\n".join(([system["content"]] if system else []) + self.instructions)
+            system = {"role": "system", "content": text}
+        self.system = system
+        if system is not None and self.transcript is not None:
+            self.transcript.message(system)
+
+    def _fit_context(self) -> None:
+        limit = self.limits.context_tokens
+        if limit is None:
+            return
+        fixed = ctxmod.message_chars(self.system) if self.system else 0
+        total = self._chars + fixed
+        budget_chars = limit * ctxmod.CHARS_PER_TOKEN
+        if total <= budget_chars:
+            return
+        starts = ctxmod.step_starts(self.history)
+        protected = starts[-2] if len(starts) >= 2 else (starts[0] if starts else len(self.history))
+        done = ctxmod.compress(
+            self.history,
+            over_chars=total - budget_chars,
+            protected_from=protected,
+            errors=self._errors,
+            names=self._names,
+        )
+        if done:
+            self._chars = sum(ctxmod.message_chars(m) for m in self.history)
+            self._event(
+                "compress",
+                replaced=[{"index": c.index, "name": c.name, "chars": c.original_chars} for c in done],
+                estimated_tokens=ctxmod.estimate_tokens(self._chars + fixed),
+            )
+            self.note(f"compressed {len(done)} old tool output(s) to fit limits.context_tokens ({limit})")
+
+    # ----------------------------------------------------------------- hooks
+
+    def _hook_event(self, name: str, *, step: int = 0, **fields: Any) -> HookEvent:
+        return HookEvent(
+            event=name,
+            agent=self.spec.name,
+            session_id=self.session_id,
+            turn=self.turn,
+            step=step,
+            messages=list(self.history),
+            **fields,
+        )
+
+    def _render_hook_message(self, hook: Any, event: HookEvent) -> str:
+        from runner.spec.model import TemplateSource
+
+        source = TemplateSource(text=hook.value, origin=self.spec.path)
+        return self.renderer.render(source, self._input)
+
+    def _hook_failed(self, hook: Any, event: str, message: str) -> None:
+        self._event(
+            "hook", hook_event=event, kind=hook.kind, value=hook.value, error=message, required=hook.required
+        )
+        self.note(f"{event} hook failed: {message}", "error" if hook.required else "warning")
+
+
+def _usage_dict(reply: Reply) -> dict[str, Any]:
+    usage = reply.usage
+    data: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.cost_usd is not None:
+        data["cost_usd"] = usage.cost_usd
+    return data

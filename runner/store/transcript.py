@@ -1,0 +1,204 @@
+"""Transcripts: ``$RUNNER_HOME/sessions/<id>.jsonl``, one JSON record per line (SPEC section 12).
+
+Line 1 is the header (session, agent file and its sha256, git commit and dirty flag, runner
+version, model, start time); then ``message`` and ``event`` records, each appended and flushed
+as it happens (and fsynced when asked), so a ``kill -9`` loses at most the message being
+generated. Secrets are replaced by ``***`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import secrets as _secrets
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from runner import __version__
+from runner.errors import RunnerError
+
+REDACTED = "***"
+
+
+def new_session_id() -> str:
+    """A sortable, unique session id: UTC time plus random hex."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{_secrets.token_hex(3)}"
+
+
+def now_iso() -> str:
+    """The current UTC time in ISO 8601 with milliseconds."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def git_state(path: Path) -> dict[str, Any] | None:
+    """The commit of the repository holding ``path`` and whether that file is dirty; None outside git."""
+    try:
+        directory = str(path.parent)
+        commit = subprocess.run(
+            ["git", "-C", directory, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        if commit.returncode != 0:
+            return None
+        status = subprocess.run(
+            ["git", "-C", directory, "status", "--porcelain", "--", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+class Redactor:
+    """Replaces every secret in serialized text by ``***``."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is replaced whole; as JSON-escaped text.
+        self.patterns = sorted(
+            {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets if s and len(s) >= 4},
+            key=len,
+            reverse=True,
+        )
+
+    def __call__(self, text: str) -> str:
+        for pattern in self.patterns:
+            if pattern in text:
+                text = text.replace(pattern, REDACTED)
+        return text
+
+
+@dataclass
+class TranscriptWriter:
+    """Appends records to one session's JSONL file."""
+
+    path: Path
+    redact: Redactor = field(default_factory=lambda: Redactor(()))
+    fsync: bool = False
+    _file: IO[str] | None = None
+
+    def open(self) -> None:
+        """Open for appending (creating folders as needed)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record and flush it to the OS (and to disk with ``fsync``)."""
+        if self._file is None:
+            self.open()
+        assert self._file is not None
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        self._file.write(self.redact(line) + "\n")
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def header(self, **fields: Any) -> None:
+        """Write the header record (line 1)."""
+        self.write(
+            {"type": "header", "format": 1, "runner_version": __version__, "started_at": now_iso(), **fields}
+        )
+
+    def message(self, message: dict[str, Any], **extra: Any) -> None:
+        """Write a message record: the OpenAI message fields plus time (and usage, reasoning...)."""
+        record: dict[str, Any] = {"type": "message", "time": now_iso()}
+        record.update(message)
+        record.update({k: v for k, v in extra.items() if v is not None})
+        self.write(record)
+
+    def event(self, name: str, **data: Any) -> None:
+        """Write an event record (reload, compress, limit, hook, error, interrupt, ...)."""
+        self.write({"type": "event", "event": name, "time": now_iso(), "data": data})
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+@dataclass
+class Transcript:
+    """A transcript read back: header, messages in OpenAI form, and events."""
+
+    path: Path
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.header.get("session_id", self.path.stem))
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The history, as the model saw it (undone turns removed)."""
+        out: list[dict[str, Any]] = []
+        for record in self.records:
+            if record.get("type") == "message":
+                out.append({k: record[k] for k in MESSAGE_KEYS if k in record})
+            elif record.get("type") == "event" and record.get("event") == "undo":
+                del out[int(record["data"].get("keep", len(out))) :]
+        return out
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Event records in order."""
+        return (r for r in self.records if r.get("type") == "event")
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read a transcript; a torn last line (a crash mid-write) is ignored."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise RunnerError(f"no transcript at {path}") from None
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break  # the record being written when the process died
+            raise RunnerError(f"{path}:{number}: corrupt transcript line") from None
+    if not records or records[0].get("type") != "header":
+        raise RunnerError(f"{path}: not a runner transcript (no header line)")
+    return Transcript(path, records[0], records[1:])
+
+
+def sessions_dir(home: Path) -> Path:
+    """Where transcripts live under ``RUNNER_HOME``."""
+    return home / "sessions"
+
+
+def find_transcript(home: Path, session_id: str) -> Path:
+    """The transcript of ``session_id`` (a unique prefix is enough)."""
+    folder = sessions_dir(home)
+    exact = folder / f"{session_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = sorted(folder.glob(f"{session_id}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise RunnerError(f"session id '{session_id}' is ambiguous: " + ", ".join(p.stem for p in matches))
+    raise RunnerError(f"no session '{session_id}' in {folder}", hint="runner sessions list")
+
+
+def list_transcripts(home: Path) -> list[Path]:
+    """Every transcript, oldest first."""
+    folder = sessions_dir(home)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
