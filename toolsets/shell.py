@@ -1,0 +1,279 @@
+"""The ``shell`` toolset: one tool, ``shell``, that runs a command with ``/bin/sh -c`` (POSIX only).
+
+Options: ``cwd`` (the working folder, relative to the agent file, created when missing; default the
+agent file's folder), ``timeout_s`` (default 30), ``output_chars`` (default 20000), ``env`` (variables
+added to the environment) and ``inherit_env`` (default true; false passes only PATH, HOME, LANG and
+``env``). The tool asks for confirmation unless the source says ``confirm: false``.
+
+Each command runs in its own session and process group with stdin closed; stdout and stderr are read
+together, in the order written. When the command ends, times out or its call is cancelled, the whole
+group is killed (SIGKILL), so a command never leaves processes behind: background jobs end with it.
+The session's exit stack kills any group still running when the session closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from typing import TYPE_CHECKING, Any
+
+from runner.errors import ConfigError, ToolError
+from runner.tools.base import RunContext, Tool
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from runner.tools.builtin import ToolsetContext
+
+__all__ = ["OPTIONS_SCHEMA", "build"]
+
+OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cwd": {
+            "type": "string",
+            "minLength": 1,
+            "default": ".",
+            "description": "the folder commands run in (relative to the agent file; created if missing)",
+        },
+        "timeout_s": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 30,
+            "description": "seconds before a command and every process it started are killed",
+        },
+        "output_chars": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 20_000,
+            "description": "the most output characters returned (the middle is cut)",
+        },
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "number"]},
+            "default": {},
+            "description": "environment variables set for every command",
+        },
+        "inherit_env": {
+            "type": "boolean",
+            "default": True,
+            "description": "pass the runner's environment on (false: only PATH, HOME, LANG and env)",
+        },
+    },
+    "additionalProperties": False,
+}
+
+_KEPT_WITHOUT_INHERIT = ("PATH", "HOME", "LANG")
+_SETTLE_S = 2.0
+_TIMEOUT_GRACE_S = 5.0
+
+
+def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
+    """The ``shell`` tool; ``confirm`` is on unless the source sets ``confirm: false``."""
+    cwd = ctx.path(str(options["cwd"]))
+    if cwd.exists() and not cwd.is_dir():
+        raise ConfigError(f"cwd {str(cwd)!r} exists but is not a folder", path="cwd")
+    try:
+        cwd.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the folder {str(cwd)!r}: {exc.strerror}", path="cwd") from None
+    if options["inherit_env"]:
+        env = dict(os.environ)
+    else:
+        env = {key: os.environ[key] for key in _KEPT_WITHOUT_INHERIT if key in os.environ}
+    env.update({str(key): str(value) for key, value in options["env"].items()})
+    shell = _Shell(
+        cwd, timeout_s=float(options["timeout_s"]), output_chars=int(options["output_chars"]), env=env
+    )
+    ctx.stack.callback(shell.kill_all)
+
+    async def call(arguments: dict[str, Any], run: RunContext) -> str:
+        return await shell.run(str(arguments["command"]))
+
+    return [
+        Tool(
+            name="shell",
+            description=(
+                "Run a shell command (/bin/sh -c) in the workspace folder and return its output "
+                "(stdout and stderr together) and exit code; a non-zero exit code is reported as an "
+                f"error. No input is available (stdin is closed). The command is killed after "
+                f"{shell.timeout_s:g} s; output past {shell.output_chars} characters is cut in the "
+                "middle. Processes left running in the background are stopped when the command ends."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "minLength": 1, "description": "the command line to run"}
+                },
+                "required": ["command"],
+            },
+            source_kind="builtin",
+            source_id="shell",
+            call=call,
+            confirm=ctx.confirm is not False,
+            timeout_s=shell.timeout_s + _TIMEOUT_GRACE_S,
+        )
+    ]
+
+
+class _Shell:
+    """Runs commands in one folder with one environment, and tracks the groups still running."""
+
+    def __init__(self, cwd: Path, *, timeout_s: float, output_chars: int, env: dict[str, str]) -> None:
+        self.cwd = cwd
+        self.timeout_s = timeout_s
+        self.output_chars = output_chars
+        self.env = env
+        self.live: set[int] = set()
+        self.closed = False
+
+    async def run(self, command: str) -> str:
+        """Run ``command``; its output and exit code, or a ToolError (non-zero exit, timeout)."""
+        output = _Output(self.output_chars)
+        transport, protocol = await self._spawn(command, output)
+        pid = transport.get_pid()
+        self.live.add(pid)
+        if self.closed:  # the session closed while this command was starting
+            _kill_group(pid)
+        timed_out = False
+        try:
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    await protocol.exited.wait()
+            except TimeoutError:
+                timed_out = True
+        finally:
+            # The shell is done (or must stop): end the processes it left, then read what is left.
+            _kill_group(pid)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(protocol.finished.wait(), _SETTLE_S)
+            transport.close()  # a process that escaped the group may still hold the pipe
+            self.live.discard(pid)
+        text = output.text().rstrip("\n") or "(no output)"
+        if timed_out:
+            raise ToolError(
+                f"Command timed out after {self.timeout_s:g} s and was killed, with every process it "
+                f"started. Output so far:\n{text}"
+            )
+        code = transport.get_returncode()
+        if code is None or code < 0:
+            number = -(code or signal.SIGKILL)
+            raise ToolError(f"{text}\n[killed by signal {number} ({_signal_name(number)})]")
+        if code != 0:
+            raise ToolError(f"{text}\n[exit code {code}]")
+        return f"{text}\n[exit code 0]"
+
+    async def _spawn(self, command: str, output: _Output) -> tuple[asyncio.SubprocessTransport, _Protocol]:
+        """Start ``/bin/sh -c command`` leading a new process group.
+
+        Cancelled while starting, asyncio would kill only the shell and orphan what it started
+        already, so the start is shielded and the whole group killed here instead.
+        """
+        loop = asyncio.get_running_loop()
+        spawn = asyncio.ensure_future(
+            loop.subprocess_exec(
+                lambda: _Protocol(output),
+                "/bin/sh",
+                "-c",
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=self.cwd,
+                env=self.env,
+                start_new_session=True,
+            )
+        )
+        try:
+            return await asyncio.shield(spawn)
+        except OSError as exc:
+            raise ToolError(f"Cannot start /bin/sh in {self.cwd}: {exc.strerror}") from None
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                transport, _ = await spawn
+                _kill_group(transport.get_pid())
+                transport.close()
+            raise
+
+    def kill_all(self) -> None:
+        """Kill every process group still running (the session is closing); later ones die at once."""
+        self.closed = True
+        for pid in list(self.live):
+            _kill_group(pid)
+        self.live.clear()
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    """Feeds the merged output into an ``_Output``; ``exited`` when the shell ends, ``finished`` when
+    the output is closed too (``Process.wait`` would wait for both, so a background job holding the
+    pipe would keep it waiting)."""
+
+    def __init__(self, output: _Output) -> None:
+        self.output = output
+        self.exited = asyncio.Event()
+        self.finished = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        """Collect output (stdout and stderr share one pipe)."""
+        self.output.feed(data)
+
+    def process_exited(self) -> None:
+        """The shell ended."""
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The shell ended and the output is closed."""
+        self.exited.set()
+        self.finished.set()
+
+
+class _Output:
+    """Collects a stream's bytes keeping only its head and tail, so memory stays bounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Add a chunk."""
+        self.total += len(data)
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.limit:
+                del self.tail[: len(self.tail) - self.limit]
+
+    def text(self) -> str:
+        """The output, cut in the middle to ``limit`` characters with a note saying how much went."""
+        dropped_bytes = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if not dropped_bytes and len(head) + len(tail) <= self.limit:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        keep_head = self.limit // 2
+        keep_tail = self.limit - keep_head
+        cut = max(len(head) - keep_head, 0) + max(len(tail) - keep_tail, 0) + dropped_bytes
+        shown_tail = tail[-keep_tail:] if keep_tail else ""
+        about = "about " if dropped_bytes else ""
+        note = f"\n[... {about}{cut} characters cut; the output limit is {self.limit} ...]\n"
+        return head[:keep_head] + note + shown_tail
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (each command leads its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
