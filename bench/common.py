@@ -18,7 +18,7 @@ def time_command(argv: Sequence[str], *, cwd: str | None = None) -> float:
 def interleaved(commands: dict[str, Sequence[str]], *, runs: int, cwd: str | None = None) -> dict[str, float]:
     """Median seconds of each command, the commands taking turns so drift hits all alike."""
     samples: dict[str, list[float]] = {name: [] for name in commands}
-    for name, argv in commands.items():  # one warm-up each (page cache, .pyc files)
+    for argv in commands.values():  # one warm-up each (page cache, .pyc files)
         time_command(argv, cwd=cwd)
     for _ in range(runs):
         for name, argv in commands.items():

@@ -23,13 +23,21 @@ def main(argv: list[str] | None = None) -> int:
     runner = str(Path(sys.executable).parent / "runner")
     examples = sorted(glob.glob(str(ROOT / "examples" / "*.yaml")))
     commands = {
-        'python -c "import yaml, jsonschema, jinja2"': [sys.executable, "-c", "import yaml, jsonschema, jinja2"],
+        'python -c "import yaml, jsonschema, jinja2"': [
+            sys.executable,
+            "-c",
+            "import yaml, jsonschema, jinja2",
+        ],
         "runner --help": [runner, "--help"],
         "runner validate examples/*.yaml": [runner, "validate", *examples],
     }
     medians = interleaved(commands, runs=max(args.runs, 7), cwd=str(ROOT))
-    ok = report("start-up (median of %d)" % max(args.runs, 7), medians,
-                floor='python -c "import yaml, jsonschema, jinja2"', target=2.0)
+    ok = report(
+        f"start-up (median of {max(args.runs, 7)})",
+        medians,
+        floor='python -c "import yaml, jsonschema, jinja2"',
+        target=2.0,
+    )
     return 0 if ok else 1
 
 

@@ -27,6 +27,11 @@ class Settings(BaseSettings):
     local_cost_map: bool = Field(
         True, description="Use litellm's bundled price map instead of fetching it on import."
     )
+    fast_path: bool = Field(
+        True,
+        description="Reach `openai/...` models that have an `api_base` with a thin httpx client instead of "
+        "litellm (same behaviour, ~4 s less start-up); false sends every model through litellm.",
+    )
     serve_api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Bearer keys `runner serve` accepts (comma-separated)."
     )

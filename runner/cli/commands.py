@@ -120,6 +120,7 @@ def _session_config(model: str | None) -> Any:
         default_model=settings.default_model,
         model_override=model,
         openapi_cache_ttl_s=settings.openapi_cache_ttl_s,
+        fast_path=settings.fast_path,
     )
 
 

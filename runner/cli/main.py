@@ -275,5 +275,21 @@ def sessions(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A sync tool that timed out or was interrupted keeps its worker thread until it returns (Python
+    threads cannot be killed), and the interpreter would wait for it at exit; when such threads
+    remain after a run, the process exits at once instead, with everything flushed.
+    """
+    import threading
+
+    try:
+        app()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

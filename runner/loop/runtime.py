@@ -42,6 +42,7 @@ class SessionConfig:
     model_override: str | None = None
     openapi_cache_ttl_s: float = 3600.0
     refresh_sources: bool = False
+    fast_path: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,7 +132,7 @@ async def open_session(
         if model is None:
             from runner.models.factory import make_model
 
-            model = make_model(resolve_model_spec(spec, config))
+            model = make_model(resolve_model_spec(spec, config), fast_path=config.fast_path)
         stack.push_async_callback(model.aclose)
         registry, instructions, failures = await build_registry(spec, stack, config)
         if failures:
@@ -172,7 +173,12 @@ async def open_session(
             instructions=instructions,
         )
         if resume is not None:
-            session.restore(resume.messages())
+            session.restore(
+                resume.history(),
+                system=resume.system_prompt(),
+                errors=resume.error_call_ids(),
+                turns=resume.turns(),
+            )
         elif not await session.start():
             session.queue.clear()
         try:

@@ -1,0 +1,302 @@
+"""The interpreter's overhead (SPEC section 14), against floors measured in the same run.
+
+- per step, native mode, 50 steps, 1 and 4 tool calls per step: the runner (litellm path and the
+  httpx fast path) vs the seed-001 minimal loop calling ``litellm.completion`` on the same server;
+- per-step time flat in history length: 100 steps vs 10 steps;
+- four 200 ms tools in one step (sync and async);
+- eager start: a streamed reply whose first call completes early starts that tool before the end;
+- prefix stability over a 50-step session (from the server's request log);
+- a one-step ``runner run`` vs ``python -c "import yaml, jsonschema, jinja2, httpx"``.
+
+Run: ``python -m bench.loop [--runs N]``. Medians of interleaved runs; ratios to the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # "event loop changed" notes: one loop per run here
+
+from bench.common import interleaved, report  # noqa: E402
+from runner.testing import ScriptedServer  # noqa: E402
+
+TOOLS_MODULE = '''
+import asyncio
+import time
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def wait_sync(ms: int) -> str:
+    """Sleep in a thread."""
+    time.sleep(ms / 1000)
+    return "ok"
+
+
+async def wait_async(ms: int) -> str:
+    """Sleep on the event loop."""
+    await asyncio.sleep(ms / 1000)
+    return "ok"
+'''
+
+ADD_SPEC = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+
+
+def stepping_script(
+    steps: int, calls: int, tool: str = "add", arguments: dict[str, Any] | None = None
+) -> Any:
+    """Tool calls until the conversation has ``steps - 1`` assistant messages, then a final answer."""
+    args = arguments or {"a": 2, "b": 3}
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if done >= steps - 1:
+            return {"content": "done"}
+        return {"tool_calls": [{"name": tool, "arguments": {**args, "a": done}} for _ in range(calls)]}
+
+    return reply
+
+
+def minimal_loop(base_url: str, calls: int) -> int:
+    """The seed-001 loop: litellm.completion, execute tool calls, append, repeat."""
+    import litellm
+
+    messages: list[Any] = [{"role": "system", "content": "You add."}, {"role": "user", "content": "go"}]
+    steps = 0
+    while True:
+        response = litellm.completion(
+            model="openai/scripted",
+            api_base=base_url,
+            api_key="sk-bench",
+            messages=messages,
+            tools=[ADD_SPEC],
+        )
+        steps += 1
+        message = response.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return steps
+        for call in message.tool_calls:
+            args = json.loads(call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
+
+
+def write_agent(folder: Path, base_url: str, *, max_steps: int = 200) -> Path:
+    (folder / "bench_tools.py").write_text(TOOLS_MODULE)
+    path = folder / "agent.yaml"
+    path.write_text(
+        "version: 1\nname: bench\nmodel:\n"
+        f"  id: openai/scripted\n  api_base: {base_url}\n  api_key: ${{BENCH_API_KEY:-sk-bench}}\n"
+        "  stream: false\nprompts:\n  system: You add.\ntools:\n  - python: bench_tools\n"
+        f"limits:\n  max_steps: {max_steps}\n  max_repeat: 1000\n  max_tool_calls: 100000\n"
+    )
+    return path
+
+
+async def runner_loop(
+    agent: Path, *, fast_path: bool, stream: bool = False, sink: Any = None
+) -> tuple[int, float]:
+    """One turn of the runner on ``agent``: the steps it took and the seconds the turn took.
+
+    Session set-up (loading the agent, importing tools, opening sources) happens once per session,
+    not per step, so it is left out of the per-step figure.
+    """
+    from runner.loop.runtime import SessionConfig, open_session
+    from runner.loop.session import RunOptions
+    from runner.spec import load_agent
+
+    spec = load_agent(agent)
+    home = Path(tempfile.mkdtemp(prefix="bench-home-"))
+    config = SessionConfig(home=home, fast_path=fast_path)
+    async with open_session(
+        spec, sink=sink or (lambda e: None), options=RunOptions(stream=stream), config=config
+    ) as session:
+        start = time.perf_counter()
+        result = await session.run_turn("go")
+        elapsed = time.perf_counter() - start
+    return result.steps, elapsed
+
+
+def per_step(runs: int, steps: int, calls: int, folder: Path) -> dict[str, float]:
+    """Median milliseconds per step of each contender."""
+    samples: dict[str, list[float]] = {
+        "minimal litellm loop": [],
+        "runner (litellm)": [],
+        "runner (fast path)": [],
+    }
+    with ScriptedServer(stepping_script(steps, calls)) as server:
+        agent = write_agent(folder, server.base_url)
+
+        def timed_minimal() -> tuple[int, float]:
+            start = time.perf_counter()
+            return minimal_loop(server.base_url, calls), time.perf_counter() - start
+
+        contenders = {
+            "minimal litellm loop": timed_minimal,
+            "runner (litellm)": lambda: asyncio.run(runner_loop(agent, fast_path=False)),
+            "runner (fast path)": lambda: asyncio.run(runner_loop(agent, fast_path=True)),
+        }
+        for fn in contenders.values():
+            fn()  # warm-up: imports, connections
+        for _ in range(runs):
+            for name, fn in contenders.items():
+                taken, seconds = fn()
+                samples[name].append(seconds / taken * 1000)
+                assert taken == steps, (name, taken)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def parallel_tools(folder: Path) -> dict[str, float]:
+    """Milliseconds from the first tool start to the last tool end, for four 200 ms tools."""
+    out = {}
+    for tool in ("wait_sync", "wait_async"):
+        with ScriptedServer(stepping_script(2, 4, tool, {"ms": 200})) as server:
+            agent = write_agent(folder, server.base_url)
+            marks: list[tuple[str, float]] = []
+
+            def sink(event: Any, marks: list[tuple[str, float]] = marks) -> None:
+                marks.append((type(event).__name__, time.perf_counter()))
+
+            asyncio.run(runner_loop(agent, fast_path=True, sink=sink))
+            starts = [t for name, t in marks if name == "ToolStarted"]
+            ends = [t for name, t in marks if name == "ToolFinished"]
+            out[tool] = (max(ends) - min(starts)) * 1000
+    return out
+
+
+def eager_start(folder: Path) -> tuple[float, float]:
+    """(first tool start, stream end) in ms after the step began, for a slowly streamed reply."""
+    script = [
+        {
+            "tool_calls": [
+                {"name": "add", "arguments": {"a": 1, "b": 2}},
+                {"name": "add", "arguments": {"a": 3, "b": 4}},
+            ],
+            "chunk_delay_s": 0.05,
+        },
+        {"content": "done"},
+    ]
+    with ScriptedServer(script, chunks=6) as server:
+        agent = write_agent(folder, server.base_url)
+        marks: list[tuple[str, float]] = []
+        asyncio.run(
+            runner_loop(
+                agent,
+                fast_path=True,
+                stream=True,
+                sink=lambda e: marks.append((type(e).__name__, time.perf_counter())),
+            )
+        )
+    begin = next(t for n, t in marks if n == "StepStarted")
+    first_tool = next(t for n, t in marks if n == "ToolStarted")
+    stream_end = next(t for n, t in marks if n == "AssistantMessage")
+    return (first_tool - begin) * 1000, (stream_end - begin) * 1000
+
+
+def prefix_stability(folder: Path) -> float:
+    """Share of consecutive requests whose system message and tools are byte-identical."""
+    with ScriptedServer(stepping_script(50, 1)) as server:
+        agent = write_agent(folder, server.base_url)
+        asyncio.run(runner_loop(agent, fast_path=True))
+        prefixes = [json.dumps([r["messages"][0], r.get("tools")], sort_keys=False) for r in server.requests]
+    same = sum(1 for a, b in itertools.pairwise(prefixes) if a == b)
+    return same / max(1, len(prefixes) - 1)
+
+
+def one_step_run(runs: int, folder: Path) -> dict[str, float]:
+    """Median seconds: a one-step `runner run` vs the import floor."""
+    with ScriptedServer([{"content": "hi"}], repeat=True) as server:
+        agent = write_agent(folder, server.base_url)
+        runner = str(Path(sys.executable).parent / "runner")
+        env = dict(os.environ, RUNNER_HOME=str(folder / "home"))
+        os.environ.update(env)
+        return interleaved(
+            {
+                'python -c "import yaml, jsonschema, jinja2, httpx"': [
+                    sys.executable,
+                    "-c",
+                    "import yaml, jsonschema, jinja2, httpx",
+                ],
+                "runner run (one step, fast path)": [runner, "run", str(agent), "-p", "hi"],
+            },
+            runs=runs,
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7, help="interleaved runs per figure (median)")
+    args = parser.parse_args(argv)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for calls in (1, 4):
+            medians = per_step(args.runs, 50, calls, folder)
+            ok &= report(
+                f"per step, 50 steps, {calls} tool call(s) per step (ms/step)",
+                {k: v / 1000 for k, v in medians.items()},
+                floor="minimal litellm loop",
+                target=1.2,
+            )
+        flat = {}
+        for steps in (10, 100):
+            flat[steps] = per_step(max(3, args.runs // 2), steps, 1, folder)["runner (fast path)"]
+        ratio = flat[100] / flat[10]
+        print(
+            f"## history length: {flat[10]:.2f} ms/step at 10 steps, {flat[100]:.2f} at 100: "
+            f"{ratio:.2f}x {'ok' if ratio <= 1.2 else 'OVER 1.2x'}"
+        )
+        ok &= ratio <= 1.2
+        tools = parallel_tools(folder)
+        for name, ms in tools.items():
+            print(
+                f"## four 200 ms {name} tools in one step: {ms:.0f} ms {'ok' if ms < 300 else 'OVER 300 ms'}"
+            )
+            ok &= ms < 300
+        first, end = eager_start(folder)
+        print(
+            f"## eager start: first tool at {first:.0f} ms, stream ended at {end:.0f} ms "
+            f"{'ok' if first < end else 'NOT EAGER'}"
+        )
+        ok &= first < end
+        share = prefix_stability(folder)
+        print(f"## prefix stability over 50 steps: {share * 100:.0f}% {'ok' if share == 1 else 'BROKEN'}")
+        ok &= share == 1
+        medians = one_step_run(args.runs, folder)
+        ok &= report(
+            "one-step runner run (s)",
+            medians,
+            floor='python -c "import yaml, jsonschema, jinja2, httpx"',
+            target=3.0,
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

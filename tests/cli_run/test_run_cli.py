@@ -1,0 +1,209 @@
+"""`runner run` end to end: the installed command, through the fast path and litellm, against a scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.store.transcript import read_transcript
+from tests.cli_run.conftest import ROOT, Cli, write_agent
+
+WEATHER = str(ROOT / "examples" / "weather.yaml")
+
+TOOLS = '''
+import time
+from pathlib import Path
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def slow(marker: str) -> str:
+    """Write a marker file, then take a long time."""
+    Path(marker).write_text("started")
+    time.sleep(30)
+    return "done"
+'''
+
+
+def agent_yaml(base_url: str, **limits: Any) -> str:
+    extra = "".join(f"  {k}: {v}\n" for k, v in limits.items())
+    return (
+        "version: 1\nname: t\nmodel:\n  id: openai/scripted\n"
+        f"  api_base: {base_url}\n  api_key: ${{TEST_API_KEY:-sk-none}}\n  retries: 1\n"
+        "prompts:\n  system: You add numbers.\ntools:\n  - python: tools_mod\n"
+        + (f"limits:\n{extra}" if extra else "")
+    )
+
+
+def test_weather_example_answers_and_writes_transcript(cli: Cli, serve: Any) -> None:
+    server = serve(
+        [
+            {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Vancouver"}}]},
+            {"content": "11 °C and light rain in Vancouver."},
+        ]
+    )
+    result = cli("run", WEATHER, "-p", "Weather in Vancouver?", extra_env={"OPENAI_BASE_URL": server.base_url})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "11 °C and light rain in Vancouver."
+    assert "→ get_weather" in result.stderr and "usage:" in result.stderr
+    # the tool really ran and its result went back to the model
+    tool_message = server.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and '"temperature":11.0' in tool_message["content"]
+    (path,) = cli.transcripts()
+    transcript = read_transcript(path)
+    assert transcript.header["agent"] == "weather"
+    assert [m["role"] for m in transcript.messages()] == ["system", "user", "assistant", "tool", "assistant"]
+
+
+def test_json_output_is_one_event_per_line(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"content": "5"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "2+3?", "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "end" and "tool_call" in kinds and "tool_result" in kinds and "usage" in kinds
+    result_event = next(e for e in events if e["type"] == "tool_result")
+    assert result_event["content"] == "5" and result_event["is_error"] is False
+    assert next(e for e in events if e["type"] == "turn_end")["output"] == "5"
+
+
+def test_prompt_from_stdin_and_several_prompts_in_order(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"content": "one"}, {"content": "two"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "first", "-p", "second")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["one", "two"]
+    assert [r["messages"][-1]["content"] for r in server.requests] == ["first", "second"]
+    server2 = serve([{"content": "piped"}])
+    agent2 = write_agent(tmp_path / "b", agent_yaml(server2.base_url), tools=TOOLS)
+    piped = cli("run", str(agent2), input="from stdin\n")
+    assert piped.returncode == 0 and piped.stdout.strip() == "piped"
+    assert server2.requests[0]["messages"][-1]["content"] == "from stdin\n"
+
+
+def test_max_steps_ends_with_exit_3(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}], repeat=True)
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url, max_steps=3, max_repeat=10), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "loop forever")
+    assert result.returncode == 3, result.stderr
+    assert "limits.max_steps" in result.stderr
+    assert len(server.requests) == 3
+
+
+def test_server_errors_are_retried_then_recover(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"status": 500, "error": "boom"}, {"content": "recovered"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "recovered"
+    assert len(server.requests) == 2
+
+
+def test_unrecoverable_model_error_exits_1_then_resume_continues(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    failing = serve([{"status": 429, "error": "slow down"}], repeat=True)
+    agent = write_agent(tmp_path / "a", agent_yaml(failing.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "what is 2+2?")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "429" in result.stderr
+    (path,) = cli.transcripts()
+    transcript = read_transcript(path)
+    assert transcript.messages()[-1] == {"role": "user", "content": "what is 2+2?"}
+    assert any(e["event"] == "error" for e in transcript.events())
+    # the endpoint comes back (same agent file, new URL): resume answers without a new prompt
+    working = serve([{"content": "4"}])
+    agent.write_text(agent_yaml(working.base_url))
+    resumed = cli("resume", path.stem)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "4"
+    assert working.requests[0]["messages"][-1]["content"] == "what is 2+2?"
+
+
+def _wait_for(path: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_kill_9_mid_turn_then_resume_loses_nothing(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    server = serve([{"tool_calls": [{"name": "slow", "arguments": {"marker": str(marker)}}]}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    process = cli.popen("run", str(agent), "-p", "do the slow thing")
+    _wait_for(marker)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    (path,) = cli.transcripts()
+    before = read_transcript(path).messages()
+    assert before[-1]["role"] == "assistant" and before[-1]["tool_calls"][0]["function"]["name"] == "slow"
+    after_server = serve([{"content": "sorry, that took too long"}])
+    agent.write_text(agent_yaml(after_server.base_url))
+    resumed = cli("resume", path.stem)
+    assert resumed.returncode == 0, resumed.stderr
+    sent = after_server.requests[0]["messages"]
+    assert [m["content"] for m in sent[: len(before)] if m["role"] == "user"] == ["do the slow thing"]
+    assert sent[-1]["role"] == "tool" and "stopped before this call finished" in sent[-1]["content"]
+    assert resumed.stdout.strip() == "sorry, that took too long"
+
+
+def test_ctrl_c_during_a_tool_exits_130_with_every_call_answered(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    server = serve([{"tool_calls": [{"name": "slow", "arguments": {"marker": str(marker)}}]}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    process = cli.popen("run", str(agent), "-p", "slow please")
+    _wait_for(marker)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    (path,) = cli.transcripts()
+    messages = read_transcript(path).messages()
+    assert messages[-2]["role"] == "tool" and "Interrupted" in messages[-2]["content"]
+    assert "interrupted" in messages[-1]["content"]
+
+
+def test_interactive_commands_never_reach_the_model(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"content": "hello there"}, {"content": "again"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    lines = "hi\n/tools\n/history\n/undo\n/help\n/vars mood=calm\nagain\n/exit\n"
+    result = cli("run", str(agent), "-i", input=lines)
+    assert result.returncode == 0, result.stderr
+    assert "hello there" in result.stdout and "again" in result.stdout
+    assert "add" in result.stderr and "dropped 2 message(s)" in result.stderr
+    assert len(server.requests) == 2
+    # /undo removed the first turn: the second request does not carry it
+    assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == ["again"]
+
+
+def test_tools_command_lists_the_registry(cli: Cli) -> None:
+    table = cli("tools", WEATHER)
+    assert table.returncode == 0, table.stderr
+    assert "get_weather" in table.stdout and "python:" in table.stdout
+    specs = json.loads(cli("tools", WEATHER, "--json").stdout)
+    assert specs[0]["function"]["name"] == "get_weather"
+    assert specs[0]["function"]["parameters"]["required"] == ["city"]
+
+
+def test_sessions_list_and_show_print_provenance(cli: Cli, serve: Any) -> None:
+    server = serve([{"content": "fine"}])
+    assert cli("run", WEATHER, "-p", "hi", extra_env={"OPENAI_BASE_URL": server.base_url}).returncode == 0
+    listing = cli("sessions", "list")
+    assert "weather" in listing.stdout
+    session_id = listing.stdout.split()[0]
+    shown = cli("sessions", "show", session_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "sha256" in shown.stdout and "git" in shown.stdout and "[assistant] fine" in shown.stdout
+
+
+def test_missing_prompt_and_missing_model_are_usage_errors(cli: Cli, tmp_path: Path) -> None:
+    agent = write_agent(tmp_path / "a", "version: 1\nname: nomodel\n")
+    result = cli("run", str(agent), "-p", "hi")
+    assert result.returncode == 2
+    assert "names no model" in result.stderr and "Traceback" not in result.stderr
