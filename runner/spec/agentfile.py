@@ -18,7 +18,7 @@ from runner.spec.checks import semantic_errors
 from runner.spec.loader import resolve
 from runner.spec.model import AgentSpec
 from runner.spec.validate import sort_errors, suggest
-from runner.spec.yamlsrc import Document, PathKey
+from runner.spec.yamlsrc import Document, PathKey, error_at
 
 AGENT_SUFFIXES = (".yaml", ".yml")
 
@@ -64,7 +64,14 @@ def load_file(path: Path, *, env: Mapping[str, str] | None = None) -> AgentFile:
         raise ConfigErrors(errors)
     agents = doc.data.get("agents")
     if isinstance(agents, dict):
-        return AgentFile(doc.path, doc, tuple(agents), True)
+        names = tuple(name for name in agents if not name.startswith("x-"))
+        if not names:
+            raise error_at(
+                "the team has no agents (keys starting with x- are ignored)",
+                doc.sources.value(("agents",)),
+                ("agents",),
+            )
+        return AgentFile(doc.path, doc, names, True)
     return AgentFile(doc.path, doc, (doc.data["name"],), False)
 
 
@@ -75,7 +82,7 @@ def check_file(
     try:
         agent_file = load_file(path, env=env)
     except ConfigError as exc:
-        return _errors_of(exc)
+        return sort_errors(_errors_of(exc))
     extra = list(extra_vars)
     errors: list[ConfigError] = []
     for name in agent_file.names:
@@ -121,8 +128,13 @@ def find_agent(ref: str, *, cwd: Path | None = None) -> Path:
             if candidate.is_file():
                 return candidate
     known = sorted(
-        {p.stem for folder in (base / "agents", packaged_agents_dir()) if folder.is_dir()
-         for p in folder.iterdir() if p.suffix in AGENT_SUFFIXES}
+        {
+            p.stem
+            for folder in (base / "agents", packaged_agents_dir())
+            if folder.is_dir()
+            for p in folder.iterdir()
+            if p.suffix in AGENT_SUFFIXES
+        }
     )
     close = suggest(ref, known)
     raise ConfigError(

@@ -11,20 +11,23 @@ from runner.errors import ConfigError
 from runner.spec.build import origin_dir
 from runner.spec.imports import resolve_callable
 from runner.spec.model import SOURCE_KINDS, TemplateSource
-from runner.spec.templates import BUILTIN_NAMES, TemplateEngine
+from runner.spec.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine
 from runner.spec.validate import suggest
-from runner.spec.yamlsrc import Document, PathKey, error_at
+from runner.spec.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
 class _Checker:
-    def __init__(self, doc: Document, prefix: PathKey, extra_vars: Iterable[str], team: Iterable[str]) -> None:
+    def __init__(
+        self, doc: Document, prefix: PathKey, extra_vars: Iterable[str], team: Iterable[str]
+    ) -> None:
         self.doc = doc
         self.prefix = prefix
-        self.body: dict[str, Any] = doc.data
+        body: Any = doc.data
         for part in prefix:
-            self.body = self.body[part]
+            body = body[part]
+        self.body: dict[str, Any] = body
         self.variables = set(self.body.get("vars", {})) | set(extra_vars)
         self.team = set(team)
         self.engine = TemplateEngine(doc.path.parent)
@@ -44,12 +47,14 @@ class _Checker:
         for i, entry in enumerate(self.body.get("tools", [])):
             self.source(self.at("tools", i), entry)
         for event, chain in self.body.get("hooks", {}).items():
-            for i, hook in enumerate(chain if isinstance(chain, list) else []):
+            if event.startswith("x-"):
+                continue
+            for i, hook in enumerate(chain):
                 path = self.at("hooks", event, i)
                 if "python" in hook:
                     self.importable(hook["python"], (*path, "python"))
                 elif "message" in hook:
-                    self.template((*path, "message"), hook["message"])
+                    self.template((*path, "message"), hook["message"], extra_names=HOOK_EVENT_NAMES)
         return self.errors
 
     def api_key(self) -> None:
@@ -63,14 +68,15 @@ class _Checker:
                 "environment",
             )
 
-    def template(self, path: PathKey, value: Any) -> None:
+    def template(self, path: PathKey, value: Any, *, extra_names: frozenset[str] = frozenset()) -> None:
         info = self.doc.sources.value(path)
         origin = Path(info.file) if info is not None else self.doc.path
         if isinstance(value, dict):
             file = (origin.parent / value["file"]).resolve()
             if not file.is_file():
-                self.fail(f"template file not found: {value['file']}", (*path, "file"),
-                          hint=f"looked for {file}")
+                self.fail(
+                    f"template file not found: {value['file']}", (*path, "file"), hint=f"looked for {file}"
+                )
                 return
             try:
                 text = file.read_text(encoding="utf-8")
@@ -84,16 +90,57 @@ class _Checker:
         try:
             names = self.engine.undeclared(source)
         except ConfigError as exc:
-            self.errors.append(exc if exc.file else error_at(exc.message, info, path))
+            self.errors.append(self.in_template(exc.message, source, info, path, line=exc.line))
             return
-        known = BUILTIN_NAMES | self.variables
-        for name in sorted(names - known):
+        for name in self.engine.missing_includes(source):
+            self.errors.append(
+                self.in_template(f"template includes '{name}', which does not exist", source, info, path)
+            )
+        known = BUILTIN_NAMES | self.variables | extra_names
+        undefined = names - known
+        lines = self.engine.first_uses(source, undefined)
+        for name in sorted(undefined):
             close = suggest(name, known)
             message = f"template uses undefined variable '{name}'"
             message += f" (did you mean '{close}'?)" if close else ""
-            where = source.name if source.file else None
-            self.fail(message, path, hint=f"define it under vars: or pass --var {name}=..." +
-                      (f" (in {where})" if where else ""))
+            used_at = source.line + lines[name] - 1 if name in lines else None
+            self.errors.append(
+                self.in_template(
+                    message,
+                    source,
+                    info,
+                    path,
+                    line=used_at,
+                    hint=f"define it under vars: or pass --var {name}=...",
+                )
+            )
+
+    def in_template(
+        self,
+        message: str,
+        source: TemplateSource,
+        info: NodeInfo | None,
+        path: PathKey,
+        *,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> ConfigError:
+        """An error at ``line`` of a template: in its file, or in the agent file for an inline one."""
+        if source.file is not None:
+            return ConfigError(
+                message, file=source.name, line=line or 1, column=1, path=format_path(path), hint=hint
+            )
+        column = 1
+        if info is not None and (line is None or line == info.line):
+            column = info.column  # a one-line template: point at the value
+        return ConfigError(
+            message,
+            file=source.name,
+            line=line or source.line,
+            column=column,
+            path=format_path(path),
+            hint=hint,
+        )
 
     def source(self, path: PathKey, entry: dict[str, Any]) -> None:
         kind = next((k for k in SOURCE_KINDS if k in entry), None)
@@ -105,15 +152,23 @@ class _Checker:
             if target.startswith("#"):
                 if target[1:] not in self.team:
                     close = suggest(target[1:], self.team)
-                    self.fail(f"no agent named '{target[1:]}' in this file" +
-                              (f" (did you mean '#{close}'?)" if close else ""), (*path, "agent"))
+                    self.fail(
+                        f"no agent named '{target[1:]}' in this file"
+                        + (f" (did you mean '#{close}'?)" if close else ""),
+                        (*path, "agent"),
+                    )
             elif not (base / target).is_file():
-                self.fail(f"agent file not found: {target}", (*path, "agent"), hint=f"looked for {base / target}")
+                self.fail(
+                    f"agent file not found: {target}", (*path, "agent"), hint=f"looked for {base / target}"
+                )
         elif kind == "openapi":
             target = entry["openapi"]
             if not _URL.match(target) and not (base / target).is_file():
-                self.fail(f"OpenAPI file not found: {target}", (*path, "openapi"),
-                          hint="give an http(s) URL or a path relative to this file")
+                self.fail(
+                    f"OpenAPI file not found: {target}",
+                    (*path, "openapi"),
+                    hint="give an http(s) URL or a path relative to this file",
+                )
 
     def importable(self, target: str, path: PathKey) -> None:
         try:

@@ -46,6 +46,11 @@ class Interpolator:
                 f"malformed variable reference '${{{expr}}}'",
                 hint="write ${NAME} or ${NAME:-default}; write $${ for a literal ${",
             )
+        if "${" in default:
+            raise ConfigError(
+                f"the default of ${{{name}:-...}} contains another '${{': nesting is not supported",
+                hint=f"give a plain default (${{{name}:-value}}), or write $${{ for a literal ${{",
+            )
         value = self.env.get(name)
         if value is None:
             if not sep:

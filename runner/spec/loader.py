@@ -27,9 +27,7 @@ class Explained:
     line: int
 
 
-def _merge(
-    base: Any, child: Any, sources: SourceMap, child_sources: SourceMap, path: PathKey
-) -> Any:
+def _merge(base: Any, child: Any, sources: SourceMap, child_sources: SourceMap, path: PathKey) -> Any:
     """Deep-merge ``child`` over ``base`` at ``path``, updating ``sources`` in place."""
     if isinstance(base, dict) and isinstance(child, dict):
         merged = dict(base)
@@ -68,9 +66,7 @@ def _get(data: Any, path: PathKey) -> Any:
     return data
 
 
-def _resolve_body(
-    doc: Document, prefix: PathKey, env: Mapping[str, str], chain: tuple[Path, ...]
-) -> None:
+def _resolve_body(doc: Document, prefix: PathKey, env: Mapping[str, str], chain: tuple[Path, ...]) -> None:
     """Apply the ``extends`` chain of the body at ``prefix`` of ``doc``, in place."""
     found = _extends_of(doc, prefix)
     if found is None:
@@ -83,7 +79,7 @@ def _resolve_body(
     if len(chain) > MAX_EXTENDS_DEPTH:
         raise error_at(f"extends chain deeper than {MAX_EXTENDS_DEPTH} files", info, where)
     if not target.is_file():
-        raise error_at(f"extends: file not found: {target}", info, where)
+        raise error_at(f"no such file: {_get(doc.data, where)}", info, where, hint=f"looked for {target}")
     try:
         base = load_document(target, env=env)
         _resolve_body(base, (), env, (*chain, target))
@@ -95,9 +91,10 @@ def _resolve_body(
         raise error_at("extends must name a single-agent file, not a team file", info, where)
     body = _get(doc.data, prefix)
     child = {k: v for k, v in body.items() if k != "extends"}
-    if prefix:  # a team member: the base's `version` belongs to the base file only
-        base.data.pop("version", None)
-        base.sources.drop_subtree(("version",))
+    if prefix:  # a team member: the base's `version` belongs to the base file, its name is the key
+        for key in ("version", "name"):
+            base.data.pop(key, None)
+            base.sources.drop_subtree((key,))
     rebased = SourceMap({(*prefix, *p): i for p, i in base.sources.entries.items() if p})
     child_map = SourceMap(doc.sources.subtree(prefix))
     child_map.drop_subtree((*prefix, "extends"))
@@ -121,7 +118,7 @@ def resolve(path: Path, *, env: Mapping[str, str]) -> Document:
     if isinstance(doc.data.get("agents"), dict):
         errors: list[ConfigError] = []
         for name, body in doc.data["agents"].items():
-            if isinstance(body, dict):
+            if isinstance(body, dict) and not name.startswith("x-"):
                 try:
                     _resolve_body(doc, ("agents", name), env, (path,))
                 except ConfigErrors as exc:

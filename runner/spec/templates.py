@@ -22,6 +22,10 @@ from runner.errors import ConfigError
 from runner.spec.model import TemplateSource
 
 BUILTIN_NAMES = frozenset({"input", "vars", "tools", "agent", "now"})
+#: The fields of a hook event (SPEC section 6), which a ``message:`` hook's template also sees.
+HOOK_EVENT_NAMES = frozenset(
+    {"event", "session_id", "turn", "step", "messages", "message", "tool_call", "output", "is_error"}
+)
 
 
 def now(fmt: str | None = None) -> str:
@@ -69,6 +73,26 @@ class TemplateEngine:
     def undeclared(self, source: TemplateSource) -> set[str]:
         """Names the template reads that it does not define itself."""
         return set(meta.find_undeclared_variables(self.parse(source)))
+
+    def first_uses(self, source: TemplateSource, names: set[str]) -> dict[str, int]:
+        """For each of ``names``, the template line (1-based) where it is first read."""
+        lines: dict[str, int] = {}
+        for node in self.parse(source).find_all(jinja2.nodes.Name):
+            if node.ctx == "load" and node.name in names:
+                lines[node.name] = min(lines.get(node.name, node.lineno), node.lineno)
+        return lines
+
+    def missing_includes(self, source: TemplateSource) -> list[str]:
+        """Templates named by ``include``/``import``/``extends`` that the loader cannot find."""
+        missing = []
+        for name in meta.find_referenced_templates(self.parse(source)):
+            if name is None:
+                continue  # computed at render time
+            try:
+                self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+            except jinja2.TemplateNotFound:
+                missing.append(name)
+        return missing
 
     def render(self, source: TemplateSource, context: Mapping[str, Any]) -> str:
         """Render with ``context``; undefined names and sandbox violations become ``ConfigError``."""

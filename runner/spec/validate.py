@@ -29,11 +29,77 @@ _TYPE_NAMES = {
 }
 
 
+#: The order in which alternatives are listed ("a string or a mapping").
+_TYPE_ORDER = ("string", "integer", "number", "boolean", "object", "array", "null")
+
+
 @cache
 def _validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(load_schema())
+    return Draft202012Validator(load_schema(), format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def _deref(node: Any, root: dict[str, Any]) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def _schema_nodes(schema_path: Sequence[str | int]) -> list[Any]:
+    """The schema nodes along ``schema_path`` (``$ref``s followed), starting with the root."""
+    root = load_schema()
+    nodes: list[Any] = [root]
+    node: Any = root
+    for part in schema_path:
+        if isinstance(node, dict) and part not in node:
+            node = _deref(node, root)
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        nodes.append(node)
+    return nodes
+
+
+def _ignores_x_keys(schema_path: Sequence[str | int]) -> bool:
+    """Whether the mapping whose ``propertyNames`` failed lets ``x-`` keys through."""
+    parts = list(schema_path)
+    if "propertyNames" not in parts:
+        return False
+    at = len(parts) - 1 - parts[::-1].index("propertyNames")
+    nodes = _schema_nodes(parts[:at])
+    if len(nodes) <= at:
+        return False
+    owner = _deref(nodes[at], load_schema())
+    return isinstance(owner, dict) and "^x-" in owner.get("patternProperties", {})
+
+
+def _alternatives(schema_path: Sequence[str | int]) -> list[str]:
+    """The types an ``if: {type: T}`` / ``else:`` chain accepted before the ``type`` error at its end.
+
+    ``model: 5`` fails the ``type: object`` of the ``else`` branch, but a string was fine too: the
+    message must say "a string or a mapping", not only "a mapping".
+    """
+    root = load_schema()
+    nodes = _schema_nodes(schema_path[:-1])
+    if len(nodes) < len(schema_path):
+        return []
+    found: list[str] = []
+    i = len(schema_path) - 1
+    while i > 0 and schema_path[i - 1] == "else":
+        condition = _deref(nodes[i - 1], root).get("if")
+        if not (isinstance(condition, dict) and set(condition) == {"type"}):
+            break
+        found.append(condition["type"])
+        i -= 1
+    return found
+
+
+def _type_names(types: Iterable[str]) -> str:
+    unique = sorted(set(types), key=lambda t: _TYPE_ORDER.index(t) if t in _TYPE_ORDER else len(_TYPE_ORDER))
+    names = [_TYPE_NAMES.get(t, t) for t in unique]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str | None:
@@ -67,6 +133,15 @@ def _kind_keys(schema: dict[str, Any]) -> list[str]:
     return kinds
 
 
+def _misplaced(key: str, path: PathKey, mapping: Any) -> str | None:
+    """Why a key that is valid elsewhere in a team file is not valid here."""
+    if key == "version" and len(path) == 2 and path[0] == "agents":
+        return "a team file has one `version`, at its top, not one per agent"
+    if key == "name" and path == () and isinstance(mapping, dict) and "agents" in mapping:
+        return "the agents of a team file are named by their keys under `agents`"
+    return None
+
+
 class _Mapper:
     def __init__(self, sources: SourceMap, prefix: PathKey) -> None:
         self.sources = sources
@@ -79,10 +154,18 @@ class _Mapper:
         path = self.at(error.absolute_path)
         v = error.validator
         if "propertyNames" in error.absolute_schema_path and isinstance(error.instance, str):
+            if error.instance.startswith("x-") and _ignores_x_keys(list(error.absolute_schema_path)):
+                return []
             key_path = (*path, error.instance)
             rule = error.validator_value if v == "pattern" else error.message
-            return [error_at(f"invalid name '{error.instance}': must match {rule}",
-                             self.sources.value(key_path), key_path, key=True)]
+            return [
+                error_at(
+                    f"invalid name '{error.instance}': must match {rule}",
+                    self.sources.value(key_path),
+                    key_path,
+                    key=True,
+                )
+            ]
         where = self.sources.value(path)
         if v == "additionalProperties":
             allowed = list(error.schema.get("properties", {}))
@@ -93,25 +176,30 @@ class _Mapper:
             ]
             out = []
             for key in extras:
-                close = suggest(key, allowed)
+                misplaced = _misplaced(key, path, error.instance)
+                close = None if misplaced else suggest(key, allowed)
+                message = f"unknown key '{key}'" + (f" (did you mean '{close}'?)" if close else "")
                 out.append(
                     error_at(
-                        f"unknown key '{key}'" + (f" (did you mean '{close}'?)" if close else ""),
+                        f"{message}: {misplaced}" if misplaced else message,
                         self.sources.value((*path, key)),
                         (*path, key),
                         key=True,
-                        hint=None if close else "allowed here: " + ", ".join(allowed),
+                        hint=None if close or misplaced else "allowed here: " + ", ".join(allowed),
                     )
                 )
             return out
         if v == "required":
             missing = [k for k in error.validator_value if k not in error.instance]
             return [error_at(f"missing required key '{k}'", where, path) for k in missing]
-        if v == "oneOf" and isinstance(error.instance, dict):
-            return self.one_of(error, path)
+        if v == "oneOf":
+            if isinstance(error.instance, dict):
+                return self.one_of(error, path)
+            if error.schema.get("type") == "object":
+                return []  # the sibling `type: object` error already says it
         if v == "enum":
             options = [str(o) for o in error.validator_value]
-            close = suggest(str(error.instance), options)
+            close = suggest(error.instance, options) if isinstance(error.instance, str) else None
             message = f"{_describe(error.instance)} is not one of: {', '.join(options)}"
             if close:
                 message += f" (did you mean '{close}'?)"
@@ -119,14 +207,27 @@ class _Mapper:
         if v == "type":
             expected = error.validator_value
             names = [expected] if isinstance(expected, str) else list(expected)
-            wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
+            wanted = _type_names([*_alternatives(list(error.absolute_schema_path)), *names])
             return [error_at(f"expected {wanted}, got {_describe(error.instance)}", where, path)]
+        if v == "format" and error.validator_value == "regex":
+            return [error_at(f"{_describe(error.instance)} is not a valid regular expression", where, path)]
         if v == "const":
-            return [error_at(f"must be {_describe(error.validator_value)}, got {_describe(error.instance)}",
-                             where, path)]
+            return [
+                error_at(
+                    f"must be {_describe(error.validator_value)}, got {_describe(error.instance)}",
+                    where,
+                    path,
+                )
+            ]
         if v == "pattern":
-            return [error_at(f"{_describe(error.instance)} does not match the pattern {error.validator_value}",
-                             where, path, hint=error.schema.get("description"))]
+            return [
+                error_at(
+                    f"{_describe(error.instance)} does not match the pattern {error.validator_value}",
+                    where,
+                    path,
+                    hint=error.schema.get("description"),
+                )
+            ]
         if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
             words = {
                 "minimum": "at least",
@@ -134,8 +235,14 @@ class _Mapper:
                 "maximum": "at most",
                 "exclusiveMaximum": "less than",
             }
-            return [error_at(f"{_describe(error.instance)} is out of range: must be {words[v]} "
-                             f"{error.validator_value}", where, path)]
+            return [
+                error_at(
+                    f"{_describe(error.instance)} is out of range: must be {words[v]} "
+                    f"{error.validator_value}",
+                    where,
+                    path,
+                )
+            ]
         if v in ("minLength", "minItems", "minProperties") and error.validator_value == 1:
             return [error_at("must not be empty", where, path)]
         return [error_at(error.message, where, path)]
@@ -154,8 +261,14 @@ class _Mapper:
                 message += f" (did you mean '{guesses[0]}'?)"
             return [error_at(message, where, path)]
         if len(present) > 1:
-            return [error_at(f"{what} has {len(present)} kinds ({', '.join(present)}): use exactly one",
-                             where, path, hint=f"split it into {len(present)} entries")]
+            return [
+                error_at(
+                    f"{what} has {len(present)} kinds ({', '.join(present)}): use exactly one",
+                    where,
+                    path,
+                    hint=f"split it into {len(present)} entries",
+                )
+            ]
         branch = kinds.index(present[0])
         sub = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
         out: list[ConfigError] = []
@@ -170,6 +283,9 @@ def schema_errors(data: Any, sources: SourceMap, prefix: PathKey = ()) -> list[C
     out: list[ConfigError] = []
     for error in _validator().iter_errors(data):
         out.extend(mapper.convert(error))
+    # a value of the wrong type gets that one error, not also "out of range" or "too short"
+    mistyped = {e.path for e in out if e.message.startswith("expected ")}
+    out = [e for e in out if e.path not in mistyped or e.message.startswith("expected ")]
     return sort_errors(out)
 
 

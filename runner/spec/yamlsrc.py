@@ -24,11 +24,14 @@ PathKey = tuple[str | int, ...]
 
 #: Refuse documents whose alias expansion would produce more nodes than this.
 MAX_NODES = 100_000
+#: Refuse values nested deeper than this (an agent file needs a handful of levels).
+MAX_DEPTH = 100
 #: Refuse files larger than this many bytes (an agent file is a few KB).
 MAX_BYTES = 5_000_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("map", "seq", "set", "omap", "pairs"))
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -112,7 +115,12 @@ def read_text(path: Path) -> str:
     """Read an agent file as UTF-8 text, refusing binary, oversized and empty files clearly."""
     name = str(path)
     try:
-        raw = path.read_bytes()
+        if path.is_dir():
+            raise IsADirectoryError(path)
+        if path.exists() and not path.is_file():  # a device or a pipe could block or never end
+            raise ConfigError("not a regular file", file=name)
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError("file not found", file=name) from None
     except IsADirectoryError:
@@ -120,29 +128,50 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", file=name) from None
     if len(raw) > MAX_BYTES:
-        raise ConfigError(f"file is too large ({len(raw)} bytes; the limit is {MAX_BYTES})", file=name)
+        raise ConfigError(f"file is too large (the limit is {MAX_BYTES} bytes)", file=name)
     if b"\x00" in raw:
         raise ConfigError("this is a binary file, not a YAML agent file", file=name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        column = len(raw[line_start : exc.start].decode("utf-8-sig", errors="replace")) + 1
         raise ConfigError(
-            f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line, column=1
+            f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line, column=column
         ) from None
-    if not text.strip() or all(
-        not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()
-    ):
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
         raise ConfigError("file is empty: an agent file needs at least `version` and `name`", file=name)
     return text
 
 
 def _yaml_error(exc: yaml.YAMLError, name: str, text: str) -> ConfigError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow, e.g. a control one
+        position = max(0, min(int(exc.position), len(text)))
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+        return ConfigError(
+            f"YAML syntax error: character U+{char:04X} is not allowed ({exc.reason})",
+            file=name,
+            line=line,
+            column=column,
+            hint="remove it, or write it as an escape in a double-quoted string",
+        )
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else 0
     column = mark.column + 1 if mark is not None else 0
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
+    start = getattr(exc, "context_mark", None)
+    if (
+        context
+        and context.startswith("while")
+        and start is not None
+        and mark is not None
+        and start.line != mark.line
+    ):
+        context += f" that starts at line {start.line + 1}, column {start.column + 1}"
     message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
     hint = None
     if "\t" in problem or "'\\t'" in problem or (mark is not None and _tab_at(text, mark.line)):
@@ -182,6 +211,7 @@ class _Walker:
         self.sources = SourceMap()
         self.errors: list[ConfigError] = []
         self.visited = 0
+        self.active: set[int] = set()  # collections being walked: an alias to one of them recurses
         self.constructor = yaml.SafeLoader("")
 
     def info(self, node: yaml.Node, key: yaml.Node | None = None) -> NodeInfo:
@@ -199,25 +229,62 @@ class _Walker:
         if self.visited > MAX_NODES:
             raise error_at(
                 f"the document expands to more than {MAX_NODES} values (an alias expansion bomb?)",
-                self.info(node),
-                path,
+                self.sources.entries.get(path[:1], self.info(node)),
+                path[:1],
                 hint="agent files do not need deeply repeated anchors and aliases",
             )
         self.sources.entries[path] = self.info(node, key)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        if node.tag not in _COLLECTION_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            self.errors.append(
+                error_at(
+                    f"unsupported YAML tag '{tag}'",
+                    self.info(node),
+                    path,
+                    hint="agent files use plain YAML values; remove the tag",
+                )
+            )
+            return None
         if isinstance(node, yaml.MappingNode):
             return self.mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
+        self.enter(node, path)
+        try:
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
-        assert isinstance(node, yaml.ScalarNode)
-        return self.scalar(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def enter(self, node: yaml.Node, path: PathKey) -> None:
+        """Mark a collection as being walked; refuse recursion through aliases and deep nesting."""
+        if id(node) in self.active:
+            raise error_at(
+                "an alias refers to a value that contains it (a recursive anchor)",
+                self.info(node),
+                path,
+                hint="an agent file cannot hold a value that contains itself",
+            )
+        if len(path) > MAX_DEPTH:
+            raise error_at(f"values are nested more than {MAX_DEPTH} levels deep", self.info(node), path[:1])
+        self.active.add(id(node))
 
     def mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
+        self.enter(node, path)
+        try:
+            return self.mapping_items(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def mapping_items(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
         result: dict[str, Any] = {}
         merged: dict[str, Any] = {}
         seen: dict[str, yaml.Node] = {}
+        # merged values first, so that the positions of the mapping's own keys, which win, are kept
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
                 merged.update(self.merge_sources(value_node, path))
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 self.errors.append(
@@ -238,6 +305,8 @@ class _Walker:
                 )
                 continue
             seen[key] = key_node
+            if key in merged:
+                self.sources.drop_subtree((*path, key))
             result[key] = self.walk(value_node, (*path, key), key_node)
         for key, value in merged.items():
             result.setdefault(key, value)
@@ -257,16 +326,23 @@ class _Walker:
     def scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
         if node.tag == _STR_TAG and "$" in node.value:
             try:
-                return self.interpolator.expand(node.value, path, plain=node.style is None)
+                return self.interpolator.expand(node.value, path, plain=not node.style)
             except ConfigError as exc:
-                self.errors.append(
-                    error_at(exc.message, self.sources.entries[path], path, hint=exc.hint)
-                )
+                self.errors.append(error_at(exc.message, self.sources.entries[path], path, hint=exc.hint))
                 return node.value
         try:
             value = self.constructor.construct_object(node)
-        except yaml.YAMLError as exc:
-            self.errors.append(error_at(f"invalid value: {exc}", self.info(node), path))
+        except Exception as exc:  # an unknown tag, or `!!int abc`, `!!bool maybe`, bad `!!binary`
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            problem = str(getattr(exc, "problem", "") or "")
+            if "could not determine a constructor" in problem:
+                message, hint = (
+                    f"unsupported YAML tag '{tag}'",
+                    "agent files use plain YAML values; remove the tag",
+                )
+            else:
+                message, hint = f"invalid {tag} value: {_describe_scalar(node.value)}", None
+            self.errors.append(error_at(message, self.info(node), path, hint=hint))
             return None
         if isinstance(value, _dt.datetime | _dt.date):
             return value.isoformat()
@@ -274,6 +350,10 @@ class _Walker:
             self.errors.append(error_at("binary (!!binary) values are not supported", self.info(node), path))
             return None
         return value
+
+
+def _describe_scalar(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
 
 
 def load_document(path: Path, *, env: Mapping[str, str]) -> Document:

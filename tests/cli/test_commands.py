@@ -1,0 +1,186 @@
+"""``runner render``, ``runner schema``, ``runner init`` and ``runner --version``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import Result
+
+from runner import __version__
+from runner.resources import data_dir
+from runner.spec import check_file, load_agent
+
+Invoke = Callable[..., Result]
+
+
+# --- render -----------------------------------------------------------------------------------------
+
+
+def test_render_prints_the_first_request_with_vars_and_input(
+    cli: Invoke, good_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(good_dir)
+    result = cli("render", "weather.yaml", "-p", "Rain today?", "--var", "units=kelvin")
+    assert result.exit_code == 0, result.output
+    today = dt.date.today().isoformat()
+    assert result.output == (
+        "# agent: weather (weather.yaml)\n"
+        "# model: openai/gpt-4o-mini\n"
+        "# tool sources: weather\n"
+        "--- system ---\n"
+        "You are weather, a weather assistant for Vancouver.\n"
+        f"Answer in kelvin units. Today is {today}.\n"
+        "\n"
+        "--- user ---\n"
+        "Question: Rain today?\n"
+    )
+
+
+def test_render_json_is_the_model_and_messages(
+    cli: Invoke, good_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(good_dir)
+    result = cli("render", "team.yaml", "--agent", "researcher", "--json", "-p", "Find it")
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)
+    assert request["model"] == "openai/gpt-4o-mini"
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["messages"][0]["content"].startswith(
+        "You are researcher, a weather assistant for Vancouver."
+    )
+    assert request["messages"][1] == {"role": "user", "content": "Find it"}
+
+
+def test_render_var_fills_a_variable_the_file_does_not_define(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\nname: a\nprompts:\n  system: 'Answer in {{ style }} style; {{ n + 1 }} lines.'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    result = cli("render", "a.yaml", "--json", "--var", "style=terse", "--var", "n=2")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["messages"][0]["content"] == "Answer in terse style; 3 lines."
+    missing = cli("render", "a.yaml")
+    assert missing.exit_code == 2
+    assert "a.yaml:4:11: prompts.system: template uses undefined variable 'n'" in missing.output
+
+
+def test_render_fails_on_an_undefined_value_at_render_time(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `vars` is always defined, so only rendering (StrictUndefined) finds that `vars.units` is not
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\nname: a\nprompts:\n  system: |\n    Hello.\n    Units: {{ vars.units }}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli("validate", "a.yaml").exit_code == 0
+    result = cli("render", "a.yaml")
+    assert result.exit_code == 2
+    assert result.output.startswith("a.yaml:6:1: template: undefined variable:")
+    assert "'units'" in result.output
+    assert cli("render", "a.yaml", "--var", "units=si").exit_code == 0
+
+
+def test_render_sandbox_refuses_unsafe_attribute_access(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.yaml").write_text(
+        'version: 1\nname: a\nprompts:\n  system: "{{ input.__class__.__mro__ }}"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = cli("render", "a.yaml")
+    assert result.exit_code == 2
+    assert result.output.startswith("a.yaml:4:1: template:")
+
+
+def test_render_of_an_invalid_file_exits_2(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.yaml").write_text("version: 1\nname: a\nmodle: x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("render", "a.yaml")
+    assert result.exit_code == 2
+    assert result.output.strip() == "a.yaml:3:1: modle: unknown key 'modle' (did you mean 'model'?)"
+
+
+# --- schema -----------------------------------------------------------------------------------------
+
+
+def test_schema_prints_the_schema_file_unchanged(cli: Invoke) -> None:
+    result = cli("schema")
+    assert result.exit_code == 0
+    assert result.stdout == (data_dir("schemas") / "agent.schema.json").read_text(encoding="utf-8")
+    assert json.loads(result.stdout)["title"] == "runner agent file"
+
+
+def test_schema_with_an_unknown_name_exits_2(cli: Invoke) -> None:
+    result = cli("schema", "nope")
+    assert result.exit_code == 2
+    assert "no schema named 'nope'" in result.output
+
+
+# --- init -------------------------------------------------------------------------------------------
+
+
+def test_init_creates_an_agent_that_validates(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("init", "my-agent")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "created my-agent/agent.yaml",
+        "created my-agent/my_agent_tools.py",
+        "created my-agent/tests/test_my_agent_tools.py",
+        "next: runner validate my-agent/agent.yaml && runner render my-agent/agent.yaml",
+    ]
+    agent = tmp_path / "my-agent" / "agent.yaml"
+    assert check_file(agent, env={}) == []
+    spec = load_agent(agent, env={})
+    assert spec.name == "my-agent"
+    assert [(t.kind, t.target) for t in spec.tools] == [("python", "my_agent_tools")]
+    assert cli("validate", "my-agent/agent.yaml").exit_code == 0
+    assert cli("render", "my-agent/agent.yaml").exit_code == 0
+
+
+def test_init_takes_the_name_option(cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("init", "--name", "helper").exit_code == 0
+    assert load_agent(tmp_path / "agent.yaml", env={}).name == "helper"
+    assert (tmp_path / "helper_tools.py").is_file()
+
+
+def test_init_refuses_to_overwrite_existing_files(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.yaml").write_text("keep me\n", encoding="utf-8")
+    result = cli("init", "--name", "helper")
+    assert result.exit_code == 2
+    assert "refusing to overwrite existing files" in result.output
+    assert (tmp_path / "agent.yaml").read_text(encoding="utf-8") == "keep me\n"
+    assert not (tmp_path / "helper_tools.py").exists()
+
+
+def test_init_refuses_an_invalid_name(cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("init", "--name", "Bad Name")
+    assert result.exit_code == 2
+    assert "invalid agent name 'Bad Name'" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- version ----------------------------------------------------------------------------------------
+
+
+def test_version_option_prints_the_version(cli: Invoke) -> None:
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert result.output == f"runner {__version__}\n"
