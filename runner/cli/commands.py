@@ -15,6 +15,9 @@ from runner.spec import find_agent, load_agent, load_file
 from runner.spec.agentfile import AGENT_SUFFIXES, check_file
 from runner.spec.loader import explain as explain_values
 
+#: Folders a directory argument never searches (environments, dependencies, caches).
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+
 
 def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
     """Each AGENT argument as a path (directories searched recursively), or why it is not one."""
@@ -26,7 +29,15 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
             out.append((ref, exc))
             continue
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in AGENT_SUFFIXES and p.is_file())
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in AGENT_SUFFIXES
+                and not any(
+                    part.startswith(".") or part in SKIPPED_DIRS for part in p.relative_to(path).parts
+                )
+                and p.is_file()
+            )
             if not found:
                 out.append((ref, ConfigError("no .yaml or .yml files in this directory", file=str(path))))
             out.extend((str(p), p) for p in found)
@@ -137,6 +148,9 @@ def run_agent(
     json_output: bool,
     stream: bool | None,
     thinking: bool,
+    record: Path | None = None,
+    replay: Path | None = None,
+    replay_strict: bool = True,
 ) -> int:
     """``runner run`` and ``runner resume``: the exit code."""
     import sys
@@ -146,6 +160,11 @@ def run_agent(
     from runner.store.transcript import find_transcript, read_transcript
 
     settings, config = _session_config(model)
+    config.record, config.replay, config.replay_strict = record, replay, replay_strict
+    if replay is not None:
+        typer.echo(
+            f"(replaying {display_path(str(replay))}: answers come from the cassette, not a model)", err=True
+        )
     resume = None
     if session_id is not None:
         resume = read_transcript(find_transcript(settings.home, session_id))

@@ -199,8 +199,20 @@ def run(
     json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask the model for whole replies.")] = False,
     no_thinking: Annotated[bool, typer.Option("--no-thinking", help="Hide the model's reasoning.")] = False,
+    record: Annotated[
+        Path | None, typer.Option("--record", help="Record every model call to this cassette.")
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option("--replay", help="Answer model calls from this cassette (no network).")
+    ] = None,
+    replay_loose: Annotated[
+        bool,
+        typer.Option("--replay-loose", help="With --replay: warn on a changed request instead of failing."),
+    ] = False,
 ) -> None:
     """Run an agent on prompts (-p), interactively (-i), or both."""
+    if record is not None and replay is not None:
+        raise ConfigError("--record and --replay cannot be used together")
     from runner.cli.commands import run_agent
 
     code = run_agent(
@@ -215,6 +227,9 @@ def run(
         json_output=json_output,
         stream=False if no_stream else None,
         thinking=not no_thinking,
+        record=record,
+        replay=replay,
+        replay_strict=not replay_loose,
     )
     raise typer.Exit(code)
 
@@ -272,6 +287,22 @@ def sessions(
     from runner.cli.commands import run_sessions
 
     run_sessions(action, session_id)
+
+
+@app.command("test")
+@handles_errors
+def test_command(
+    agents: Annotated[list[str], typer.Argument(help="Agent files (or names) whose tests: to run.")],
+    update: Annotated[
+        bool, typer.Option("--update", help="Record the cassettes again against the live model.")
+    ] = False,
+) -> None:
+    """Run each agent's tests: against their cassettes; exit 1 if any case fails."""
+    from runner.cli.commands import _session_config
+    from runner.cli.testcmd import run_tests
+
+    _, config = _session_config(None)
+    raise typer.Exit(run_tests(agents, update=update, config=config))
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ before every step and sent last, never stored in the history.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.spec.model import AgentSpec, TemplateSource
@@ -25,21 +25,25 @@ class PromptRenderer:
         *,
         variables: Mapping[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        clock: Callable[..., str] | None = None,
     ) -> None:
         self.spec = spec
+        self.clock = clock
         self.variables = {**spec.vars, **(variables or {})}
         self.tools = tools or []
         self.engine = TemplateEngine(spec.directory)
         self._user = spec.prompts.user or TemplateSource(DEFAULT_USER_TEMPLATE, origin=spec.path)
 
-    def render(self, source: TemplateSource, input: str) -> str:
-        """Render any template of this agent (hook messages, too) with the usual context."""
-        return self._render(source, input)
+    def render(self, source: TemplateSource, input: str, extra: Mapping[str, Any] | None = None) -> str:
+        """Render any template of this agent (hook messages, too) with the usual context + ``extra``."""
+        return self._render(source, input, extra)
 
-    def _render(self, source: TemplateSource, input: str) -> str:
+    def _render(self, source: TemplateSource, input: str, extra: Mapping[str, Any] | None = None) -> str:
         context = template_context(
-            input=input, variables=self.variables, tools=self.tools, agent=self.spec.name
+            input=input, variables=self.variables, tools=self.tools, agent=self.spec.name, clock=self.clock
         )
+        if extra:
+            context.update(extra)
         return self.engine.render(source, context)
 
     def system(self, first_input: str = "") -> dict[str, Any] | None:

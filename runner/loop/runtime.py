@@ -6,16 +6,19 @@ the model's connections, the transcript) is closed when it exits, in the task th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from runner import __version__
 from runner.errors import ConfigError, ConfigErrors
-from runner.loop.events import EventSink
+from runner.loop.events import EventSink, Note
 from runner.loop.prompts import PromptRenderer
 from runner.loop.session import RunOptions, Session
+from runner.loop.subagent import ParentLink
 from runner.models.base import Model
 from runner.spec.model import AgentSpec, ModelSpec
 from runner.store.transcript import (
@@ -43,6 +46,12 @@ class SessionConfig:
     openapi_cache_ttl_s: float = 3600.0
     refresh_sources: bool = False
     fast_path: bool = True
+    #: Record every model call to this cassette (``--record``).
+    record: Path | None = None
+    #: Answer model calls from this cassette instead of a model (``--replay``).
+    replay: Path | None = None
+    #: With ``replay``: a request that differs from the recording is an error (else a warning).
+    replay_strict: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,10 +108,18 @@ def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErr
 
 
 async def build_registry(
-    spec: AgentSpec, stack: AsyncExitStack, config: SessionConfig
+    spec: AgentSpec,
+    stack: AsyncExitStack,
+    config: SessionConfig,
+    link: ParentLink | None = None,
+    on_progress: Callable[[str, str], None] | None = None,
 ) -> tuple[ToolRegistry, list[str], list[SourceFailure]]:
     """Open the agent's tool sources; the registry, server instructions and failed sources."""
+    from runner.loop.subagent import make_agent_tool_factory
+
     ctx = SourceContext(
+        agent_tool_factory=make_agent_tool_factory(spec, config, link or ParentLink()),
+        on_progress=on_progress,
         agent=spec,
         cache_dir=config.home / "cache",
         openapi_cache_ttl_s=config.openapi_cache_ttl_s,
@@ -113,6 +130,58 @@ async def build_registry(
     registry = ToolRegistry([(source, result.tools) for source, result in loaded])
     instructions = [r.instructions for _, r in loaded if r.instructions]
     return registry, instructions, failures
+
+
+def _cassette_model(spec: AgentSpec, config: SessionConfig, sink: EventSink) -> tuple[Model, Any]:
+    """The model for this session: live, recording to a cassette, or replaying one."""
+    import datetime as _dt
+
+    from runner.loop.events import Note
+    from runner.spec.templates import frozen_clock
+    from runner.store.cassette import CassetteError, CassetteWriter, read_cassette
+    from runner.store.replay import RecordingModel, ReplayModel
+
+    redact = Redactor(spec.secrets)
+    if config.replay is not None:
+        cassette = read_cassette(config.replay)
+        recorded_for = cassette.header.get("agent")
+        if recorded_for != spec.name:
+            raise CassetteError(
+                f"{config.replay}: this cassette was recorded for agent '{recorded_for}', not '{spec.name}'",
+                hint="give the cassette of this agent, or record one with --record",
+            )
+        model_id = str(cassette.header.get("model") or resolve_model_spec(spec, config).id)
+        clock = None
+        if cassette.header.get("clock"):
+            clock = frozen_clock(_dt.datetime.fromisoformat(str(cassette.header["clock"])))
+        replay = ReplayModel(
+            cassette,
+            name=model_id,
+            redact=redact,
+            strict=config.replay_strict,
+            on_warning=lambda text: sink(Note(text, "warning")),
+        )
+        return replay, clock
+    from runner.models.factory import make_model
+
+    model: Model = make_model(resolve_model_spec(spec, config), fast_path=config.fast_path)
+    if config.record is not None:
+        writer = CassetteWriter(
+            config.record,
+            redact=redact,
+            header={
+                "agent": spec.name,
+                # relative to the cassette, so a committed cassette names no machine's folders
+                "agent_path": os.path.relpath(spec.path, config.record.resolve().parent),
+                "agent_sha256": file_sha256(spec.path),
+                "git": git_state(spec.path),
+                "model": model.name,
+                "clock": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                "runner_version": __version__,
+            },
+        )
+        model = RecordingModel(model, writer)
+    return model, None
 
 
 @asynccontextmanager
@@ -129,12 +198,14 @@ async def open_session(
     options = options or RunOptions()
     config = config or SessionConfig()
     async with AsyncExitStack() as stack:
+        clock = None
         if model is None:
-            from runner.models.factory import make_model
-
-            model = make_model(resolve_model_spec(spec, config), fast_path=config.fast_path)
+            model, clock = _cassette_model(spec, config, sink)
         stack.push_async_callback(model.aclose)
-        registry, instructions, failures = await build_registry(spec, stack, config)
+        link = ParentLink()
+        registry, instructions, failures = await build_registry(
+            spec, stack, config, link, on_progress=lambda label, text: sink(Note(f"{label}: {text}"))
+        )
         if failures:
             raise _failures_error(spec, failures)
         check_function_calling(spec, model, registry)
@@ -153,6 +224,8 @@ async def open_session(
                     agent_sha256=file_sha256(spec.path),
                     git=git_state(spec.path),
                     model=model.name,
+                    replay=str(config.replay) if config.replay else None,
+                    record=str(config.record) if config.record else None,
                 )
             else:
                 transcript.event("resume", agent_sha256=file_sha256(spec.path))
@@ -160,7 +233,7 @@ async def open_session(
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in registry.tools()
         ]
-        renderer = PromptRenderer(spec, variables=options.variables, tools=tools)
+        renderer = PromptRenderer(spec, variables=options.variables, tools=tools, clock=clock)
         session = Session(
             spec,
             session_id=session_id,
@@ -172,6 +245,7 @@ async def open_session(
             options=options,
             instructions=instructions,
         )
+        link.session = session
         if resume is not None:
             session.restore(
                 resume.history(),

@@ -11,7 +11,8 @@ Orchestration only: no printing (events go to an ``EventSink``), no provider cod
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
+import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -41,6 +42,7 @@ from runner.models.base import (
     ReasoningDelta,
     Reply,
     Request,
+    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallReady,
@@ -57,6 +59,15 @@ ConfirmAnswer = Literal["yes", "no", "always"]
 ConfirmFn = Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]
 
 NOTE_PREFIX = "[runner] "
+
+#: The transcript event that records each way a turn can stop early (SPEC section 12).
+_STOP_EVENTS: dict[str, str] = {
+    "limit": "limit",
+    "max_steps": "limit",
+    "repeat": "limit",
+    "interrupted": "interrupt",
+    "hook": "hook",
+}
 
 
 @dataclass
@@ -125,6 +136,7 @@ class Session:
         self.turn = 0
         self.permissions = Permissions(spec.permissions)
         self.always_allowed: set[str] = set()
+        self._confirming = asyncio.Lock()
         self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
         self.tool_ctx = RunContext(
             session_id=session_id,
@@ -137,6 +149,8 @@ class Session:
         if options.stream is not None:
             self.stream = options.stream
         self._tools = registry.specs() or None
+        # The tool specs are part of every prompt: they count toward limits.context_tokens.
+        self._tools_chars = len(json.dumps(self._tools, ensure_ascii=False)) if self._tools else 0
         self._repeat = RepeatGuard(spec.limits.max_repeat)
         self._errors: set[str] = set()
         self._names: dict[str, str] = {}
@@ -145,6 +159,8 @@ class Session:
         self._step_task: asyncio.Task[None] | None = None
         self._interrupted = False
         self.outputs: list[str] = []
+        self.ended: str | None = None
+        """Why a ``session_start`` hook ended the session; every turn is then refused."""
 
     # ----------------------------------------------------------------- history and records
 
@@ -158,21 +174,37 @@ class Session:
         if self.transcript is not None:
             self.transcript.event(name, **data)
 
+    def record_event(self, name: str, **data: Any) -> None:
+        """Write an event record to the transcript (used by nested sessions and the edges)."""
+        self._event(name, **data)
+
     def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
         """Tell the user something (and record it)."""
         self.sink(Note(text, level))
 
-    def restore(self, messages: list[dict[str, Any]]) -> None:
-        """Load a saved history (resume); the system message is kept as it was recorded."""
-        for message in messages:
-            if message.get("role") == "system" and self.system is None and not self.history:
-                self.system = message
-                continue
+    def restore(
+        self,
+        history: list[dict[str, Any]],
+        *,
+        system: dict[str, Any] | None = None,
+        errors: set[str] | None = None,
+        turns: int | None = None,
+    ) -> None:
+        """Load a saved history (resume); the system prompt is kept as it was recorded.
+
+        ``errors`` are the call ids of error results, which context compression never replaces;
+        ``turns`` how many turns the session ran (else the user inputs in the history are counted).
+        """
+        self.system = system
+        for message in history:
             self.history.append(message)
             self._chars += ctxmod.message_chars(message)
             for call in message.get("tool_calls") or ():
                 self._names[call["id"]] = call["function"]["name"]
-        self.turn = sum(1 for m in self.history if m.get("role") == "user")
+        self._errors |= errors or set()
+        if turns is None:
+            turns = sum(1 for m in self.history if m.get("role") == "user" and not _is_note(m))
+        self.turn = turns
         self.budget.turns = self.turn
         self._answer_dangling_calls()
 
@@ -203,9 +235,9 @@ class Session:
         for message in outcome.messages:
             self._append(message)
         if outcome.stop:
-            self.note(
-                f"session_start hook stopped the session: {outcome.reason or 'no reason given'}", "warning"
-            )
+            self.ended = outcome.reason or "no reason given"
+            self._event("hook", hook_event="session_start", stop=True, reason=self.ended)
+            self.note(f"session_start hook stopped the session: {self.ended}", "warning")
             return False
         return True
 
@@ -245,16 +277,13 @@ class Session:
         """Drop the last turn (from its user input on); how many messages were removed."""
         for index in range(len(self.history) - 1, -1, -1):
             message = self.history[index]
-            content = message.get("content")
-            if message.get("role") == "user" and not (
-                isinstance(content, str) and content.startswith(NOTE_PREFIX)
-            ):
+            if message.get("role") == "user" and not _is_note(message):
                 removed = len(self.history) - index
                 del self.history[index:]
                 self._chars = sum(ctxmod.message_chars(m) for m in self.history)
                 self.turn = max(0, self.turn - 1)
                 keep = len(self.history) + (1 if self.system is not None else 0)
-                self._event("undo", keep=keep, removed=removed)
+                self._event("undo", keep=keep, removed=removed, turn=self.turn)
                 return removed
         return 0
 
@@ -266,6 +295,7 @@ class Session:
     def set_variables(self, variables: dict[str, Any]) -> None:
         """Change template variables; the system prompt is rendered again for the next request."""
         self.renderer.variables.update(variables)
+        self.tool_ctx = dataclasses.replace(self.tool_ctx, vars=dict(self.renderer.variables))
         if self.system is not None:
             self._render_system(self._input)
         self._event("vars", names=sorted(variables))
@@ -274,12 +304,16 @@ class Session:
 
     async def run_turn(self, text: str | None) -> TurnResult:
         """Run one turn on ``text`` (None continues a resumed history without a new message)."""
+        if self.ended is not None:
+            self.sink(TurnEnded("", "hook"))
+            return TurnResult("", "hook", 0)
         try:
             self.budget.check_turn()
         except LimitReached as exc:
             return self._end_turn(_TurnState(limit=exc, stop="limit", stop_note=exc.message))
         self.turn += 1
         self.budget.turns = self.turn
+        self._event("turn", turn=self.turn)
         self._repeat.reset()
         state = _TurnState()
         if text is not None:
@@ -301,6 +335,13 @@ class Session:
             self._finish_pending(state, f"Not executed: {exc.message}")
             self._event("error", error=type(exc).__name__, message=exc.message)
             raise
+        except Exception as exc:
+            self._finish_pending(state, f"Not executed: the turn failed ({type(exc).__name__}).")
+            self._event("error", error=type(exc).__name__, message=str(exc))
+            raise
+        except BaseException:  # cancelled from outside (a client went away): keep the history valid
+            self._finish_pending(state, "Not executed: the turn was cancelled.")
+            raise
         result = self._end_turn(state)
         if state.stop != "interrupted":
             await self._after_turn()
@@ -308,11 +349,12 @@ class Session:
 
     async def _run_steps(self, state: _TurnState) -> None:
         while state.stop is None:
-            self._step_task = asyncio.create_task(self._step(state))
+            task = self._step_task = asyncio.create_task(self._step(state))
             try:
-                await self._guarded(self._step_task)
+                await self._guarded(task)
             except asyncio.CancelledError:
                 if not self._interrupted:
+                    task.cancel()  # under a session timeout the step is shielded from our cancellation
                     raise
                 self._interrupted = False
                 self._finish_pending(state, "Interrupted by the user.")
@@ -346,11 +388,7 @@ class Session:
         if state.stop_note and reason not in ("done", "declined"):
             note = f"The turn was stopped: {state.stop_note}."
             self._append({"role": "user", "content": NOTE_PREFIX + note})
-            self._event(
-                "limit" if reason in ("limit", "max_steps", "repeat") else reason,
-                reason=reason,
-                note=state.stop_note,
-            )
+            self._event(_STOP_EVENTS.get(reason, reason), reason=reason, note=state.stop_note)
             self.note(note, "warning" if reason != "interrupted" else "info")
         self.outputs.append(state.output)
         self.sink(TurnEnded(state.output, reason))
@@ -374,6 +412,11 @@ class Session:
     # ----------------------------------------------------------------- step
 
     async def _step(self, state: _TurnState) -> None:
+        if state.steps >= self.limits.max_steps:
+            state.stop = "max_steps"
+            state.stop_note = f"it reached limits.max_steps ({self.limits.max_steps} steps)"
+            state.limit = LimitReached(state.stop_note, limit="max_steps")
+            return
         if self.hooks.has("step_pre"):
             outcome = await self.hooks.run(self._hook_event("step_pre", step=state.steps + 1))
             for message in outcome.messages:
@@ -381,11 +424,6 @@ class Session:
             if outcome.stop:
                 state.stop, state.stop_note = "hook", outcome.reason or "a step_pre hook stopped the turn"
                 return
-        if state.steps >= self.limits.max_steps:
-            state.stop = "max_steps"
-            state.stop_note = f"it reached limits.max_steps ({self.limits.max_steps} steps)"
-            state.limit = LimitReached(state.stop_note, limit="max_steps")
-            return
         self.budget.check()
         state.steps += 1
         self.sink(StepStarted(self.turn, state.steps))
@@ -450,8 +488,13 @@ class Session:
             if reply.content:
                 self.sink(TextChunk(reply.content))
             return reply
-        async with contextlib.aclosing(self.model.stream(request)) as events:
+        events = self.model.stream(request)
+        try:
             return await self._consume(events, state, started, semaphore)
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def _consume(
         self,
@@ -564,14 +607,21 @@ class Session:
                 f"Refused: {tool.name} needs the user's confirmation and this run is not interactive "
                 "(run with --yes to allow it)."
             )
-        answer = await self.options.confirm(tool, arguments)
-        if answer == "always":
-            self.always_allowed.add(tool.name)
-            return None
-        if answer == "yes":
-            return None
-        state.stop, state.stop_note = "declined", f"the user declined {tool.name}"
-        return CallDecision.deny("The user declined this tool call.")
+        # One question at a time (calls of a message run concurrently); a "no" ends the turn, so
+        # the calls still waiting are not asked, and an "always" answers them.
+        async with self._confirming:
+            if state.stop == "declined":
+                return CallDecision.deny(f"Not executed: {state.stop_note}.")
+            if tool.name in self.always_allowed:
+                return None
+            answer = await self.options.confirm(tool, arguments)
+            if answer == "always":
+                self.always_allowed.add(tool.name)
+                return None
+            if answer == "yes":
+                return None
+            state.stop, state.stop_note = "declined", f"the user declined {tool.name}"
+            return CallDecision.deny("The user declined this tool call.")
 
     async def _after_tool(
         self, call: ToolCall, result: ToolResult, state: _TurnState
@@ -621,13 +671,13 @@ class Session:
             system = {"role": "system", "content": text}
         self.system = system
         if system is not None and self.transcript is not None:
-            self.transcript.message(system)
+            self.transcript.prompt(system)
 
     def _fit_context(self) -> None:
         limit = self.limits.context_tokens
         if limit is None:
             return
-        fixed = ctxmod.message_chars(self.system) if self.system else 0
+        fixed = (ctxmod.message_chars(self.system) if self.system else 0) + self._tools_chars
         total = self._chars + fixed
         budget_chars = limit * ctxmod.CHARS_PER_TOKEN
         if total <= budget_chars:
@@ -665,15 +715,23 @@ class Session:
 
     def _render_hook_message(self, hook: Any, event: HookEvent) -> str:
         from runner.spec.model import TemplateSource
+        from runner.spec.templates import HOOK_EVENT_NAMES
 
         source = TemplateSource(text=hook.value, origin=self.spec.path)
-        return self.renderer.render(source, self._input)
+        fields = {name: getattr(event, name, None) for name in HOOK_EVENT_NAMES}
+        return self.renderer.render(source, self._input, fields)
 
     def _hook_failed(self, hook: Any, event: str, message: str) -> None:
         self._event(
             "hook", hook_event=event, kind=hook.kind, value=hook.value, error=message, required=hook.required
         )
         self.note(f"{event} hook failed: {message}", "error" if hook.required else "warning")
+
+
+def _is_note(message: dict[str, Any]) -> bool:
+    """Whether a message is a note the runner added (not a user's input)."""
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(NOTE_PREFIX)
 
 
 def _usage_dict(reply: Reply) -> dict[str, Any]:

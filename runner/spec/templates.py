@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,21 @@ HOOK_EVENT_NAMES = frozenset(
 
 def now(fmt: str | None = None) -> str:
     """The current local time, formatted with ``strftime`` (ISO 8601 without a format)."""
-    current = _dt.datetime.now().astimezone()
-    return current.strftime(fmt) if fmt else current.isoformat(timespec="seconds")
+    return format_time(_dt.datetime.now().astimezone(), fmt)
+
+
+def format_time(moment: _dt.datetime, fmt: str | None = None) -> str:
+    """``moment`` as ``now(fmt)`` would show it."""
+    return moment.strftime(fmt) if fmt else moment.isoformat(timespec="seconds")
+
+
+def frozen_clock(moment: _dt.datetime) -> Callable[..., str]:
+    """A ``now(fmt)`` that always answers ``moment`` (replays render the recording's date)."""
+
+    def frozen_now(fmt: str | None = None) -> str:
+        return format_time(moment, fmt)
+
+    return frozen_now
 
 
 class TemplateEngine:
@@ -122,8 +135,11 @@ def template_context(
     variables: Mapping[str, Any],
     tools: list[dict[str, Any]] | None = None,
     agent: str = "",
+    clock: Callable[..., str] | None = None,
 ) -> dict[str, Any]:
-    """The names every template sees."""
+    """The names every template sees (``clock`` replaces ``now``, e.g. frozen during a replay)."""
     context: dict[str, Any] = dict(variables)
     context.update(input=input, vars=dict(variables), tools=tools or [], agent=agent)
+    if clock is not None:
+        context["now"] = clock
     return context

@@ -62,21 +62,40 @@ def git_state(path: Path) -> dict[str, Any] | None:
 
 
 class Redactor:
-    """Replaces every secret in serialized text by ``***``."""
+    """Replaces every secret by ``***`` in text and in the strings of a record.
+
+    Besides the secret itself, its JSON-escaped forms are replaced, so a secret inside JSON text
+    (a tool's JSON output, a hook's payload) is caught too.
+    """
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        # Longest first, so a secret that contains another is replaced whole; as JSON-escaped text.
-        self.patterns = sorted(
-            {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets if s and len(s) >= 4},
-            key=len,
-            reverse=True,
-        )
+        forms: set[str] = set()
+        for secret in secrets:
+            if not secret or len(secret) < 4:
+                continue
+            forms.add(secret)
+            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+            forms.add(json.dumps(secret)[1:-1])
+        # Longest first, so a secret that contains another is replaced whole.
+        self.patterns = sorted(forms, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for pattern in self.patterns:
             if pattern in text:
                 text = text.replace(pattern, REDACTED)
         return text
+
+    def record(self, value: Any) -> Any:
+        """``value`` with every string in it (keys too) redacted; the structure is kept."""
+        if not self.patterns:
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self.record(k): self.record(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.record(item) for item in value]
+        return value
 
 
 @dataclass
@@ -98,8 +117,8 @@ class TranscriptWriter:
         if self._file is None:
             self.open()
         assert self._file is not None
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-        self._file.write(self.redact(line) + "\n")
+        line = json.dumps(self.redact.record(record), ensure_ascii=False, separators=(",", ":"), default=str)
+        self._file.write(self.redact(line) + "\n")  # again: values only ``default=str`` could show
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())
@@ -116,6 +135,15 @@ class TranscriptWriter:
         record.update(message)
         record.update({k: v for k, v in extra.items() if v is not None})
         self.write(record)
+
+    def prompt(self, message: dict[str, Any]) -> None:
+        """Write the system prompt: a ``prompt`` event marking the system message record that follows.
+
+        The mark tells the prompt apart from system messages that hooks add to the history; a
+        prompt rendered again (new variables, a reload) replaces the earlier one when read back.
+        """
+        self.event("prompt")
+        self.message(message)
 
     def event(self, name: str, **data: Any) -> None:
         """Write an event record (reload, compress, limit, hook, error, interrupt, ...)."""
@@ -144,14 +172,58 @@ class Transcript:
         return str(self.header.get("session_id", self.path.stem))
 
     def messages(self) -> list[dict[str, Any]]:
-        """The history, as the model saw it (undone turns removed)."""
-        out: list[dict[str, Any]] = []
+        """The conversation as the model saw it: the system prompt (if any), then the history."""
+        prompt, history, _ = self._replay()
+        return [prompt, *history] if prompt is not None else history
+
+    def system_prompt(self) -> dict[str, Any] | None:
+        """The system prompt the session used last, or None."""
+        return self._replay()[0]
+
+    def history(self) -> list[dict[str, Any]]:
+        """The history without the system prompt (undone turns removed)."""
+        return self._replay()[1]
+
+    def error_call_ids(self) -> set[str]:
+        """The call ids of tool results recorded as errors (context compression keeps those)."""
+        return self._replay()[2]
+
+    def turns(self) -> int | None:
+        """How many turns the session counted last (``turn`` and ``undo`` events), or None if unrecorded."""
+        count: int | None = None
+        for record in self.events():
+            data = record.get("data") or {}
+            if record.get("event") in ("turn", "undo") and "turn" in data:
+                count = int(data["turn"])
+        return count
+
+    def _replay(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]], set[str]]:
+        marked = any(r.get("type") == "event" and r.get("event") == "prompt" for r in self.records)
+        prompt: dict[str, Any] | None = None
+        history: list[dict[str, Any]] = []
+        errors: set[str] = set()
+        next_is_prompt = False
         for record in self.records:
             if record.get("type") == "message":
-                out.append({k: record[k] for k in MESSAGE_KEYS if k in record})
-            elif record.get("type") == "event" and record.get("event") == "undo":
-                del out[int(record["data"].get("keep", len(out))) :]
-        return out
+                message = {k: record[k] for k in MESSAGE_KEYS if k in record}
+                # Without prompt marks (older files), a leading system message is the prompt.
+                legacy = not marked and prompt is None and not history and message.get("role") == "system"
+                if next_is_prompt or legacy:
+                    prompt, next_is_prompt = message, False
+                    continue
+                history.append(message)
+                if record.get("is_error") and record.get("tool_call_id"):
+                    errors.add(str(record["tool_call_id"]))
+            elif record.get("type") == "event":
+                name = record.get("event")
+                if name == "prompt":
+                    next_is_prompt = True
+                elif name == "undo":
+                    # ``keep`` counts the prompt (when there is one) and the history kept.
+                    data = record.get("data") or {}
+                    keep = int(data.get("keep", len(history) + (prompt is not None)))
+                    del history[max(0, keep - (prompt is not None)) :]
+        return prompt, history, errors
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Event records in order."""

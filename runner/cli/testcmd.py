@@ -1,0 +1,146 @@
+"""``runner test``: each agent's ``tests:`` cases, replayed from their cassettes (SPEC section 12).
+
+A case runs one turn on its input with the model answered by its cassette (strict: a changed
+request fails with a diff); tools run for real. Then ``expect`` is checked: ``output_contains``,
+``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``. ``--update``
+records the cassettes again against the live model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+
+import typer
+
+from runner.cli.main import display_path
+from runner.errors import RunnerError
+from runner.loop.events import AssistantMessage, LoopEvent
+from runner.loop.runtime import SessionConfig, open_session
+from runner.loop.session import RunOptions
+from runner.spec import find_agent, load_agent, load_file
+from runner.spec.model import AgentSpec, TestCaseSpec
+
+
+@dataclass
+class CaseOutcome:
+    """What one case did and whether it met its expectations."""
+
+    agent: str
+    case: str
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def check_expectations(case: TestCaseSpec, output: str, tools: list[str], steps: int) -> list[str]:
+    """The ways the run missed ``case.expect`` (empty when it met them all)."""
+    expect = case.expect
+    problems = []
+    for text in expect.output_contains:
+        if text not in output:
+            problems.append(f"the output does not contain {text!r}")
+    if expect.output_matches is not None and re.search(expect.output_matches, output) is None:
+        problems.append(f"the output does not match /{expect.output_matches}/")
+    if expect.tools_called:
+        if expect.ordered:
+            position = 0
+            for name in tools:
+                if position < len(expect.tools_called) and name == expect.tools_called[position]:
+                    position += 1
+            if position < len(expect.tools_called):
+                problems.append(
+                    f"tools were not called in the order {list(expect.tools_called)} (called: {tools})"
+                )
+        else:
+            missing = [name for name in expect.tools_called if name not in tools]
+            if missing:
+                problems.append(f"tools not called: {missing} (called: {tools})")
+    if expect.max_steps is not None and steps > expect.max_steps:
+        problems.append(f"took {steps} steps (expected at most {expect.max_steps})")
+    return problems
+
+
+async def run_case(
+    spec: AgentSpec, case: TestCaseSpec, config: SessionConfig, *, update: bool
+) -> CaseOutcome:
+    """Run one case and check it."""
+    outcome = CaseOutcome(spec.name, case.name)
+    if case.cassette is None:
+        outcome.failures.append(
+            "no cassette: add `cassette:` to the case and record it with runner test --update"
+        )
+        return outcome
+    if update:
+        config.record, config.replay = case.cassette, None
+    else:
+        config.record, config.replay = None, case.cassette
+    tools: list[str] = []
+
+    def sink(event: LoopEvent) -> None:
+        if isinstance(event, AssistantMessage):
+            tools.extend(c["function"]["name"] for c in event.message.get("tool_calls") or ())
+
+    start = time.perf_counter()
+    try:
+        async with open_session(
+            spec, sink=sink, options=RunOptions(variables=dict(case.vars), assume_yes=True), config=config
+        ) as session:
+            result = await session.run_turn(case.input)
+            from runner.store.replay import ReplayModel
+
+            model = session.model
+            if isinstance(model, ReplayModel) and model.remaining():
+                outcome.failures.append(
+                    f"the run made fewer model calls than recorded ({model.remaining()} response(s) unused)"
+                )
+    except RunnerError as exc:
+        outcome.failures.append(str(exc))
+        outcome.seconds = time.perf_counter() - start
+        return outcome
+    outcome.seconds = time.perf_counter() - start
+    outcome.failures.extend(check_expectations(case, result.output, tools, result.steps))
+    return outcome
+
+
+def _agents(refs: list[str]) -> list[AgentSpec]:
+    specs: list[AgentSpec] = []
+    for ref in refs:
+        path = find_agent(ref)
+        agent_file = load_file(path)
+        specs.extend(
+            load_agent(path, agent=name if agent_file.is_team else None) for name in agent_file.names
+        )
+    return specs
+
+
+def run_tests(refs: list[str], *, update: bool, config: SessionConfig) -> int:
+    """Run every case of every agent; print one line per case and the summary; the exit code."""
+    passed = failed = 0
+    for spec in _agents(refs):
+        if not spec.tests:
+            typer.echo(f"{spec.name}: no tests ({display_path(str(spec.path))})", err=True)
+        for case in spec.tests:
+            outcome = asyncio.run(run_case(spec, case, _fresh(config), update=update))
+            label = f"{outcome.agent}/{outcome.case}"
+            if outcome.passed:
+                passed += 1
+                typer.echo(f"PASS {label} ({outcome.seconds:.2f} s)")
+            else:
+                failed += 1
+                typer.echo(f"FAIL {label} ({outcome.seconds:.2f} s)")
+                for problem in outcome.failures:
+                    typer.echo("  " + problem.replace("\n", "\n  "))
+    typer.echo(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def _fresh(config: SessionConfig) -> SessionConfig:
+    from dataclasses import replace
+
+    return replace(config, write_transcript=False)

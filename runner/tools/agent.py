@@ -1,0 +1,20 @@
+"""The ``agent`` tool source: another agent, called as a tool with one ``input`` string.
+
+Running an agent means running a session, which is the loop's business; the loop hands this
+loader a factory (``SourceContext.agent_tool_factory``) so that the tools layer never imports it.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from runner.errors import ConfigError
+from runner.spec.model import ToolSourceSpec
+from runner.tools.sources import LoadedSource, SourceContext
+
+
+async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+    """One tool that runs the named agent as a nested session per call."""
+    if ctx.agent_tool_factory is None:
+        raise ConfigError("agent tools can only be used inside a session")
+    return LoadedSource([await ctx.agent_tool_factory(spec)])

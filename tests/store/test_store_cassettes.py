@@ -1,0 +1,188 @@
+"""Cassettes: record, replay, strict hashes with a readable diff, and every broken-cassette case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from typer.testing import CliRunner
+
+from runner.cli.main import app
+from runner.loop.runtime import SessionConfig, open_session
+from runner.loop.session import RunOptions
+from runner.resources import load_schema
+from runner.spec import load_agent
+from runner.store.cassette import CassetteError, read_cassette
+from runner.testing import ScriptedServer
+
+TOOLS = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+SCRIPT = [
+    {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+    {"content": "2 + 3 = 5"},
+]
+
+
+def write_agent(folder: Path, *, system: str = "You add numbers. Today is {{ now('%Y-%m-%d') }}.",
+                name: str = "adder", secret: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adder_tools.py").write_text(TOOLS)
+    key = "  api_key: ${ADDER_API_KEY}\n" if secret else ""
+    path = folder / "agent.yaml"
+    path.write_text(
+        f"version: 1\nname: {name}\nmodel:\n  id: openai/scripted\n  api_base: ${{ADDER_BASE:-http://127.0.0.1:9/v1}}\n"
+        f"{key}prompts:\n  system: \"{system}\"\ntools:\n  - python: adder_tools\n"
+        "tests:\n  - name: adds\n    input: What is 2 + 3?\n    cassette: cassettes/adds.jsonl\n"
+        "    expect:\n      tools_called: [add]\n      output_contains: '5'\n      max_steps: 2\n"
+    )
+    return path
+
+
+async def run_once(agent: Path, config: SessionConfig, text: str = "What is 2 + 3?") -> str:
+    spec = load_agent(agent)
+    notes: list[Any] = []
+    async with open_session(spec, sink=notes.append, options=RunOptions(), config=config) as session:
+        result = await session.run_turn(text)
+    return result.output
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An agent whose test cassette was recorded against the scripted server."""
+    agent = write_agent(tmp_path / "agent")
+    with ScriptedServer(SCRIPT) as server:
+        monkeypatch.setenv("ADDER_BASE", server.base_url)
+        result = CliRunner().invoke(app, ["test", str(agent), "--update"])
+        assert result.exit_code == 0, result.output
+        monkeypatch.delenv("ADDER_BASE")
+    return agent
+
+
+def test_cassette_matches_its_schema(recorded: Path) -> None:
+    validator = Draft202012Validator(load_schema("cassette"))
+    lines = (recorded.parent / "cassettes" / "adds.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # header + two model calls
+    for line in lines:
+        assert list(validator.iter_errors(json.loads(line))) == []
+
+
+def test_runner_test_replays_offline_and_passes(recorded: Path) -> None:
+    # ADDER_BASE now points at a closed port: only the cassette can answer
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 0, result.output
+    assert "PASS adder/adds" in result.output
+    assert result.output.strip().splitlines()[-1] == "1 passed, 0 failed"
+
+
+async def test_replay_freezes_now_to_the_recording_clock(recorded: Path, tmp_path: Path) -> None:
+    cassette = read_cassette(recorded.parent / "cassettes" / "adds.jsonl")
+    system = cassette.interactions[0].request["messages"][0]["content"]
+    assert cassette.header["clock"][:10] in system  # the recorded date, whatever today is
+    config = SessionConfig(home=tmp_path / "home", replay=cassette.path)
+    assert await run_once(recorded, config) == "2 + 3 = 5"
+
+
+def test_changed_prompt_fails_strict_replay_with_a_diff(recorded: Path) -> None:
+    text = recorded.read_text().replace("You add numbers.", "You add numbers carefully.")
+    recorded.write_text(text)
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1
+    assert "FAIL adder/adds" in result.output
+    assert "model request #1 differs from the recording" in result.output
+    assert "-   \"content\": \"You add numbers. Today" in result.output.replace("\n  ", "\n")
+    assert "+   \"content\": \"You add numbers carefully." in result.output.replace("\n  ", "\n")
+    assert "0 passed, 1 failed" in result.output
+
+
+def test_loose_replay_warns_and_answers(recorded: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["run", str(recorded), "-p", "What is 20 + 30?", "--replay",
+         str(recorded.parent / "cassettes" / "adds.jsonl"), "--replay-loose"],
+        env={"RUNNER_HOME": str(tmp_path / "home")},
+    )
+    assert result.exit_code == 0, result.output
+    assert "differs from the recording" in result.output and "2 + 3 = 5" in result.output
+
+
+def test_cassette_of_another_agent_is_refused(recorded: Path, tmp_path: Path) -> None:
+    other = write_agent(tmp_path / "other", name="subtractor")
+    result = CliRunner().invoke(
+        app, ["run", str(other), "-p", "x", "--replay", str(recorded.parent / "cassettes" / "adds.jsonl")],
+        env={"RUNNER_HOME": str(tmp_path / "home")},
+    )
+    assert result.exit_code == 1
+    assert "recorded for agent 'adder', not 'subtractor'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda lines: lines[:2] + [lines[2][: len(lines[2]) // 2]], "truncated cassette line"),
+        (lambda lines: [lines[0], "{not json", *lines[2:]], "corrupt cassette line"),
+        (lambda lines: [json.dumps({"type": "something"}), *lines[1:]], "not a runner cassette"),
+        (lambda lines: [], "the cassette is empty"),
+        (lambda lines: [lines[0], json.dumps({"type": "interaction", "index": 0})], "malformed interaction"),
+    ],
+    ids=["truncated", "corrupt", "no-header", "empty", "malformed"],
+)
+def test_broken_cassettes_give_a_clear_error(recorded: Path, mutate: Any, message: str) -> None:
+    path = recorded.parent / "cassettes" / "adds.jsonl"
+    path.write_text("\n".join(mutate(path.read_text().splitlines())))
+    with pytest.raises(CassetteError, match=message):
+        read_cassette(path)
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+
+
+def test_cassette_with_too_few_responses_names_the_request(recorded: Path) -> None:
+    path = recorded.parent / "cassettes" / "adds.jsonl"
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1
+    assert "no recorded response for model request #2 (the cassette has 1)" in result.output
+    assert "tool message" in result.output
+
+
+def test_unused_responses_fail_the_case(recorded: Path) -> None:
+    path = recorded.parent / "cassettes" / "adds.jsonl"
+    lines = path.read_text().splitlines()
+    extra = json.loads(lines[2])
+    extra["index"] = 2
+    path.write_text("\n".join([*lines, json.dumps(extra)]) + "\n")
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1 and "1 response(s) unused" in result.output
+
+
+def test_failed_expectations_are_listed(recorded: Path) -> None:
+    text = recorded.read_text().replace("output_contains: '5'", "output_contains: '6'").replace(
+        "tools_called: [add]", "tools_called: [multiply]"
+    )
+    recorded.write_text(text)
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1
+    assert "the output does not contain '6'" in result.output
+    assert "tools not called: ['multiply']" in result.output
+
+
+def test_secrets_never_reach_a_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-very-secret-value-123"
+    agent = write_agent(tmp_path / "agent", secret=secret, system="The key is ${ADDER_API_KEY}.")
+    monkeypatch.setenv("ADDER_API_KEY", secret)
+    with ScriptedServer(SCRIPT) as server:
+        monkeypatch.setenv("ADDER_BASE", server.base_url)
+        result = CliRunner().invoke(app, ["test", str(agent), "--update"])
+        assert result.exit_code == 0, result.output
+        assert server.headers[0].get("authorization") == f"Bearer {secret}"  # it was really used
+    text = (agent.parent / "cassettes" / "adds.jsonl").read_text()
+    assert secret not in text and "The key is ***." in text
+    # and the redacted request still replays (hashes are taken after redaction)
+    monkeypatch.delenv("ADDER_BASE")
+    assert CliRunner().invoke(app, ["test", str(agent)]).exit_code == 0
