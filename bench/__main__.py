@@ -1,8 +1,14 @@
-"""Run every benchmark: ``python -m bench``."""
+"""Run every benchmark: ``python -m bench`` (each one also runs alone: ``python -m bench.NAME``)."""
 
 from __future__ import annotations
 
-from bench import loop, startup
+import shutil
 
-results = [startup.main([]), loop.main([])]
+from bench import loop, openapi_convert, reload, startup
+
+results = [startup.main([]), loop.main([]), reload.main([]), openapi_convert.main([])]
+if shutil.which("node"):
+    from bench import mcp_overhead
+
+    results.append(mcp_overhead.main([]))
 raise SystemExit(max(results))

@@ -151,6 +151,7 @@ def run_agent(
     record: Path | None = None,
     replay: Path | None = None,
     replay_strict: bool = True,
+    watch: bool = False,
 ) -> int:
     """``runner run`` and ``runner resume``: the exit code."""
     import sys
@@ -193,6 +194,7 @@ def run_agent(
         json_output=json_output,
         thinking=thinking,
         resume=resume,
+        watch=watch,
     )
     return execute(request)
 

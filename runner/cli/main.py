@@ -199,6 +199,9 @@ def run(
     json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask the model for whole replies.")] = False,
     no_thinking: Annotated[bool, typer.Option("--no-thinking", help="Hide the model's reasoning.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Reload the agent's files when they change; the chat goes on.")
+    ] = False,
     record: Annotated[
         Path | None, typer.Option("--record", help="Record every model call to this cassette.")
     ] = None,
@@ -230,6 +233,7 @@ def run(
         record=record,
         replay=replay,
         replay_strict=not replay_loose,
+        watch=watch,
     )
     raise typer.Exit(code)
 

@@ -41,6 +41,7 @@ class RunRequest:
     json_output: bool = False
     thinking: bool = True
     resume: Transcript | None = None
+    watch: bool = False
 
 
 class SessionThread:
@@ -79,15 +80,28 @@ class SessionThread:
                     resume=request.resume,
                 ) as session:
                     self.session = session
+                    stop = asyncio.Event()
+                    watcher = None
+                    if request.watch:
+                        from runner.watch import watch_session
+
+                        watcher = asyncio.create_task(
+                            watch_session(session, stop=stop, extra_vars=request.options.variables)
+                        )
                     ready.set_result(session)
-                    while (item := await self.inbox.get()) is not None:
-                        fn, future = item
-                        try:
-                            future.set_result(await fn(session))
-                        except BaseException as exc:  # handed to the main thread
-                            future.set_exception(exc)
-                            if not isinstance(exc, Exception):
-                                raise
+                    try:
+                        while (item := await self.inbox.get()) is not None:
+                            fn, future = item
+                            try:
+                                future.set_result(await fn(session))
+                            except BaseException as exc:  # handed to the main thread
+                                future.set_exception(exc)
+                                if not isinstance(exc, Exception):
+                                    raise
+                    finally:
+                        stop.set()
+                        if watcher is not None:
+                            await watcher
             except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)

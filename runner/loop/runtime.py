@@ -17,7 +17,8 @@ from runner import __version__
 from runner.errors import ConfigError, ConfigErrors
 from runner.loop.events import EventSink, Note
 from runner.loop.prompts import PromptRenderer
-from runner.loop.session import RunOptions, Session
+from runner.loop.reload import SourcePool, describe_changes, registry_of
+from runner.loop.session import PreparedReload, RunOptions, Session
 from runner.loop.subagent import ParentLink
 from runner.models.base import Model
 from runner.spec.model import AgentSpec, ModelSpec
@@ -31,7 +32,7 @@ from runner.store.transcript import (
     sessions_dir,
 )
 from runner.tools.registry import ToolRegistry
-from runner.tools.sources import SourceContext, SourceFailure, load_sources
+from runner.tools.sources import SourceContext, SourceFailure
 
 
 @dataclass
@@ -107,17 +108,15 @@ def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErr
     return ConfigErrors(errors)
 
 
-async def build_registry(
+def _source_context(
     spec: AgentSpec,
-    stack: AsyncExitStack,
     config: SessionConfig,
-    link: ParentLink | None = None,
-    on_progress: Callable[[str, str], None] | None = None,
-) -> tuple[ToolRegistry, list[str], list[SourceFailure]]:
-    """Open the agent's tool sources; the registry, server instructions and failed sources."""
+    link: ParentLink | None,
+    on_progress: Callable[[str, str], None] | None,
+) -> SourceContext:
     from runner.loop.subagent import make_agent_tool_factory
 
-    ctx = SourceContext(
+    return SourceContext(
         agent_tool_factory=make_agent_tool_factory(spec, config, link or ParentLink()),
         on_progress=on_progress,
         agent=spec,
@@ -126,10 +125,69 @@ async def build_registry(
         refresh=config.refresh_sources,
         default_timeout_s=spec.limits.tool_timeout_s,
     )
-    loaded, failures = await load_sources(spec.tools, ctx, stack)
-    registry = ToolRegistry([(source, result.tools) for source, result in loaded])
+
+
+async def build_registry(
+    spec: AgentSpec,
+    stack: AsyncExitStack,
+    config: SessionConfig,
+    link: ParentLink | None = None,
+    on_progress: Callable[[str, str], None] | None = None,
+    pool: SourcePool | None = None,
+) -> tuple[ToolRegistry, list[str], list[SourceFailure]]:
+    """Open the agent's tool sources; the registry, server instructions and failed sources."""
+    if pool is None:
+        pool = SourcePool()
+        stack.push_async_callback(pool.aclose)
+    loaded, failures = await pool.load(spec.tools, _source_context(spec, config, link, on_progress))
     instructions = [r.instructions for _, r in loaded if r.instructions]
-    return registry, instructions, failures
+    return registry_of(loaded), instructions, failures
+
+
+def tool_list(registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The tools as templates see them."""
+    return [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in registry.tools()
+    ]
+
+
+@dataclass
+class Reloader:
+    """Prepares a running session's next configuration from a changed agent file (``--watch``)."""
+
+    pool: SourcePool
+    config: SessionConfig
+    link: ParentLink
+    options: RunOptions
+    sink: EventSink
+    clock: Any = None
+
+    async def prepare(self, session: Session, spec: AgentSpec) -> PreparedReload:
+        """Open what the new ``spec`` needs; raise ``ConfigError(s)`` and keep the old config on failure."""
+        on_progress = lambda label, text: self.sink(Note(f"{label}: {text}"))  # noqa: E731
+        ctx = _source_context(spec, self.config, self.link, on_progress)
+        loaded, failures = await self.pool.load(spec.tools, ctx, reload_code=True)
+        if failures:
+            raise _failures_error(spec, failures)
+        registry = registry_of(loaded)
+        model = None
+        if spec.model != session.spec.model and self.config.replay is None:
+            from runner.models.factory import make_model
+
+            model = make_model(resolve_model_spec(spec, self.config), fast_path=self.config.fast_path)
+        check_function_calling(spec, model or session.model, registry)
+        renderer = PromptRenderer(
+            spec, variables=self.options.variables, tools=tool_list(registry), clock=self.clock
+        )
+        renderer.system(session.first_input)  # a template error fails the reload now, not at the next turn
+        return PreparedReload(
+            spec=spec,
+            registry=registry,
+            instructions=[r.instructions for _, r in loaded if r.instructions],
+            renderer=renderer,
+            model=model,
+            changes=describe_changes(session.spec, spec, session.registry, registry),
+        )
 
 
 def _cassette_model(spec: AgentSpec, config: SessionConfig, sink: EventSink) -> tuple[Model, Any]:
@@ -203,8 +261,15 @@ async def open_session(
             model, clock = _cassette_model(spec, config, sink)
         stack.push_async_callback(model.aclose)
         link = ParentLink()
+        pool = SourcePool()
+        stack.push_async_callback(pool.aclose)
         registry, instructions, failures = await build_registry(
-            spec, stack, config, link, on_progress=lambda label, text: sink(Note(f"{label}: {text}"))
+            spec,
+            stack,
+            config,
+            link,
+            on_progress=lambda label, text: sink(Note(f"{label}: {text}")),
+            pool=pool,
         )
         if failures:
             raise _failures_error(spec, failures)
@@ -229,11 +294,7 @@ async def open_session(
                 )
             else:
                 transcript.event("resume", agent_sha256=file_sha256(spec.path))
-        tools = [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in registry.tools()
-        ]
-        renderer = PromptRenderer(spec, variables=options.variables, tools=tools, clock=clock)
+        renderer = PromptRenderer(spec, variables=options.variables, tools=tool_list(registry), clock=clock)
         session = Session(
             spec,
             session_id=session_id,
@@ -246,6 +307,7 @@ async def open_session(
             instructions=instructions,
         )
         link.session = session
+        session.reloader = Reloader(pool, config, link, options, sink, clock)
         if resume is not None:
             session.restore(
                 resume.history(),

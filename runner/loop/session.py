@@ -92,6 +92,18 @@ class TurnResult:
 
 
 @dataclass
+class PreparedReload:
+    """A new configuration, opened and checked, waiting for the next turn boundary (``--watch``)."""
+
+    spec: AgentSpec
+    registry: ToolRegistry
+    instructions: list[str]
+    renderer: PromptRenderer
+    model: Model | None
+    changes: str
+
+
+@dataclass
 class _TurnState:
     steps: int = 0
     stop: StopReason | None = None
@@ -156,6 +168,9 @@ class Session:
         self._names: dict[str, str] = {}
         self._chars = 0
         self._input = ""
+        self.first_input = ""
+        self.reloader: Any = None
+        self._pending_reload: PreparedReload | None = None
         self._step_task: asyncio.Task[None] | None = None
         self._interrupted = False
         self.outputs: list[str] = []
@@ -295,10 +310,39 @@ class Session:
     def set_variables(self, variables: dict[str, Any]) -> None:
         """Change template variables; the system prompt is rendered again for the next request."""
         self.renderer.variables.update(variables)
+        self.options.variables.update(variables)  # kept by a reload, too
         self.tool_ctx = dataclasses.replace(self.tool_ctx, vars=dict(self.renderer.variables))
         if self.system is not None:
             self._render_system(self._input)
         self._event("vars", names=sorted(variables))
+
+    def schedule_reload(self, prepared: PreparedReload) -> None:
+        """Use ``prepared`` from the next turn on (never in the middle of a step); the history stays."""
+        self._pending_reload = prepared
+        self._event("reload", changes=prepared.changes, applies="next turn")
+
+    async def _apply_reload(self) -> None:
+        prepared, self._pending_reload = self._pending_reload, None
+        assert prepared is not None
+        spec = prepared.spec
+        self.spec, self.limits = spec, spec.limits
+        self.budget.limits = spec.limits
+        self.registry = prepared.registry
+        self._tools = prepared.registry.specs() or None
+        self._tools_chars = len(json.dumps(self._tools, ensure_ascii=False)) if self._tools else 0
+        self.renderer = prepared.renderer
+        self.instructions = [i for i in prepared.instructions if i.strip()]
+        self.permissions = Permissions(spec.permissions)
+        self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
+        self._repeat = RepeatGuard(spec.limits.max_repeat)
+        if prepared.model is not None:
+            old, self.model = self.model, prepared.model
+            await old.aclose()
+        self.stream = spec.model.stream if spec.model else True
+        if self.options.stream is not None:
+            self.stream = self.options.stream
+        if self.system is not None:
+            self._render_system(self.first_input)
 
     # ----------------------------------------------------------------- turn
 
@@ -307,6 +351,8 @@ class Session:
         if self.ended is not None:
             self.sink(TurnEnded("", "hook"))
             return TurnResult("", "hook", 0)
+        if self._pending_reload is not None:
+            await self._apply_reload()
         try:
             self.budget.check_turn()
         except LimitReached as exc:
@@ -665,6 +711,7 @@ class Session:
     # ----------------------------------------------------------------- prompts and context
 
     def _render_system(self, first_input: str) -> None:
+        self.first_input = first_input
         system = self.renderer.system(first_input)
         if self.instructions:
             text = "\n\n".join(([system["content"]] if system else []) + self.instructions)

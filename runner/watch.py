@@ -1,0 +1,114 @@
+"""Watching an agent's files for ``--watch`` (SPEC section 13), with watchfiles.
+
+Watched: the agent file and every file of its ``extends`` chain, its template files, and the
+Python files of its ``python:`` tools and hooks that live under the agent's folder (never
+site-packages). Saves that come in a burst are debounced into one change. What to do with a
+change (reload a session, swap a served agent) is the caller's; this module only watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.spec import load_file
+from runner.spec.model import AgentSpec
+
+#: Saves closer together than this are one change (editors write files in several steps).
+DEBOUNCE_MS = 80
+
+
+def _module_file(target: str, base_dir: Path) -> Path | None:
+    module = target.partition(":")[0]
+    sys.path.insert(0, str(base_dir))
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    finally:
+        try:
+            sys.path.remove(str(base_dir))
+        except ValueError:
+            pass
+    if found is None or not found.origin or found.origin in ("built-in", "frozen"):
+        return None
+    return Path(found.origin).resolve()
+
+
+def watched_files(spec: AgentSpec) -> set[Path]:
+    """The files whose change should reload ``spec``."""
+    files = {spec.path.resolve()}
+    try:
+        document = load_file(spec.path).document
+        files |= {Path(info.file).resolve() for info in document.sources.entries.values()}
+    except ConfigError:
+        pass  # an invalid file is still watched by its own path
+    prompts = spec.prompts
+    for template in (prompts.system, prompts.user, prompts.status, prompts.tool_selection):
+        if template is not None and template.file is not None:
+            files.add(template.file.resolve())
+    root = spec.directory.resolve()
+    targets = [(s.target, s.base_dir) for s in spec.tools if s.kind == "python"]
+    targets += [(h.value, h.base_dir) for chain in spec.hooks.values() for h in chain if h.kind == "python"]
+    for target, base_dir in targets:
+        path = _module_file(target, base_dir)
+        if path is not None and "site-packages" not in path.parts and (
+            path.is_relative_to(root) or path.is_relative_to(base_dir.resolve())
+        ):
+            files.add(path)
+    return files
+
+
+async def watch_files(
+    files: Iterable[Path], *, stop: asyncio.Event | None = None, debounce_ms: int = DEBOUNCE_MS
+) -> AsyncIterator[set[Path]]:
+    """Yield the set of changed files each time some of ``files`` change (created, edited, deleted)."""
+    from watchfiles import awatch
+
+    wanted = {p.resolve() for p in files}
+    folders = sorted({p.parent for p in wanted if p.parent.exists()})
+
+    def interesting(_change: object, path: str) -> bool:
+        return Path(path).resolve() in wanted
+
+    async for changes in awatch(
+        *folders, watch_filter=interesting, debounce=debounce_ms, step=20, stop_event=stop, recursive=False
+    ):
+        yield {Path(path).resolve() for _, path in changes}
+
+
+async def watch_session(session: Any, *, stop: asyncio.Event, extra_vars: Iterable[str] = ()) -> None:
+    """Reload ``session`` whenever its files change, until ``stop`` is set.
+
+    A valid change is opened and checked now and swapped in at the next turn boundary (one note
+    says what changed; a ``reload`` event goes to the transcript). An invalid change keeps the last
+    good configuration and reports the error with its location; the session never dies of an edit.
+    """
+    from runner.errors import ConfigErrors, RunnerError
+    from runner.loop.events import Note
+    from runner.spec import load_agent
+
+    variables = list(extra_vars)
+    while not stop.is_set():
+        spec = session.spec
+        files = watched_files(spec)
+        async for changed in watch_files(files, stop=stop):
+            names = ", ".join(sorted(p.name for p in changed))
+            try:
+                agent_name = spec.name if spec.team else None
+                new_spec = load_agent(spec.path, agent=agent_name, extra_vars=variables)
+                prepared = await session.reloader.prepare(session, new_spec)
+            except RunnerError as exc:
+                errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
+                text = "; ".join(str(e) for e in errors[:5])
+                session.sink(Note(f"reload failed ({names}), keeping the last good config: {text}", "error"))
+                session.record_event("reload_failed", files=sorted(str(p) for p in changed), error=text)
+                continue
+            session.schedule_reload(prepared)
+            session.sink(Note(f"reloaded {spec.name} ({names}): {prepared.changes}"))
+            break  # the set of watched files may have changed
