@@ -57,10 +57,9 @@ class Settings(BaseSettings):
 def load_settings() -> Settings:
     """Read the settings now; invalid values become a ``ConfigError`` naming the variable."""
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     from runner.errors import ConfigError
-
-    from pydantic_settings import SettingsError
 
     try:
         return Settings()

@@ -1,0 +1,283 @@
+"""A thin chat-completions client on httpx for OpenAI-compatible endpoints (the fast path).
+
+Ollama, vLLM, llama.cpp server and LM Studio are reached as ``openai/<name>`` with an ``api_base``.
+Talking to them directly keeps litellm's multi-second import off ``runner run`` (SPEC section 14);
+this module must never import litellm. It is held to the same test suite as ``LiteLLMModel``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from runner.errors import ModelError
+from runner.models.accumulate import ToolCallAccumulator, new_call_id
+from runner.models.base import (
+    Completed,
+    ReasoningDelta,
+    Reply,
+    Request,
+    StreamEvent,
+    StreamingUnsupported,
+    TextDelta,
+    ToolCall,
+    Usage,
+    events_of,
+    says_streaming_unsupported,
+)
+
+__all__ = ["OpenAICompatModel"]
+
+# litellm-only parameters that an OpenAI-compatible server would reject.
+_LITELLM_ONLY = frozenset({"drop_params", "num_retries", "max_retries", "caching", "custom_llm_provider"})
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+class OpenAICompatModel:
+    """``POST {api_base}/chat/completions`` over one keep-alive ``httpx.AsyncClient``."""
+
+    supports_tools: bool | None = True  # the server decides; SPEC section 8 counts it as native
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_base: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = model_id
+        self.api_base = api_base.rstrip("/")
+        self._wire_model = model_id.removeprefix("openai/")
+        self._url = self.api_base + "/chat/completions"
+        self._timeout_s = timeout_s
+        self._headers = {"content-type": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._transport = transport  # a seam for tests (httpx.MockTransport)
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel({self.name!r}, api_base={self.api_base!r})"
+
+    async def complete(self, request: Request) -> Reply:
+        """Answer in one piece (``stream: false``)."""
+        body, timeout, headers = self._prepare(request, stream=False)
+        try:
+            response = await self._http().post(self._url, content=body, headers=headers, timeout=timeout)
+            if response.status_code >= 400:
+                raise self._status_error(response, streaming=False)
+            data = response.json()
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        except ValueError as exc:
+            raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
+        return self._reply_from_completion(data)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Answer as server-sent events; tool calls are reported as soon as their arguments are complete."""
+        body, timeout, headers = self._prepare(request, stream=True)
+        accumulator = ToolCallAccumulator()
+        text: list[str] = []
+        reasoning: list[str] = []
+        usage = Usage()
+        finish_reason: str | None = None
+        model = self._wire_model
+        try:
+            async with self._http().stream(
+                "POST", self._url, content=body, headers=headers, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self._status_error(response, streaming=True)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    # The server ignored ``stream: true`` and answered in one piece.
+                    await response.aread()
+                    for event in events_of(self._reply_from_completion(response.json())):
+                        yield event
+                    return
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    chunk = self._parse_chunk(data)
+                    if chunk.get("usage"):
+                        usage = _usage(chunk["usage"])
+                    model = chunk.get("model") or model
+                    choices = chunk.get("choices")
+                    if not choices:
+                        continue
+                    choice = choices[0]
+                    delta = choice.get("delta") or {}
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if thought:
+                        reasoning.append(thought)
+                        yield ReasoningDelta(thought)
+                    content = delta.get("content")
+                    if content:
+                        text.append(content)
+                        yield TextDelta(content)
+                    for item in delta.get("tool_calls") or ():
+                        for ready in accumulator.feed_events(item):
+                            yield ready
+                    if choice.get("finish_reason"):
+                        finish_reason = choice["finish_reason"]
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        except ValueError as exc:
+            raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
+        for ready in accumulator.finish_events():
+            yield ready
+        reply = Reply(
+            content="".join(text) or None,
+            tool_calls=accumulator.calls,
+            reasoning="".join(reasoning) or None,
+            usage=usage,
+            finish_reason=finish_reason,
+            model=model,
+        )
+        yield Completed(reply)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (if it belongs to the running event loop)."""
+        client, self._client = self._client, None
+        if client is not None and self._loop is _running_loop():
+            await client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # Pooled connections belong to the loop that opened them: a new loop needs a new client.
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                transport=self._transport,
+            )
+            self._loop = loop
+        return self._client
+
+    def _prepare(self, request: Request, *, stream: bool) -> tuple[bytes, Any, dict[str, str]]:
+        body: dict[str, Any] = {"model": self._wire_model, "messages": request.messages}
+        if request.tools:
+            body["tools"] = request.tools
+        timeout: Any = httpx.USE_CLIENT_DEFAULT
+        headers = self._headers
+        for key, value in request.params.items():
+            if key == "timeout":
+                timeout = value
+            elif key == "extra_headers":
+                headers = {**headers, **value}
+            elif key == "extra_body":
+                body.update(value)
+            elif value is not None and key not in _LITELLM_ONLY:
+                body[key] = value
+        body["stream"] = stream
+        if stream:
+            body.setdefault("stream_options", {"include_usage": True})
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), timeout, headers
+
+    def _parse_chunk(self, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise ModelError(f"{self.name}: invalid stream chunk from the server: {data[:200]!r}")
+        error = chunk.get("error")
+        if error:
+            message, status = _error_fields(error)
+            retryable = status is not None and (status in _RETRYABLE_STATUS or status >= 500)
+            raise ModelError(f"{self.name}: {message}", status=status, retryable=retryable)
+        return chunk
+
+    def _reply_from_completion(self, data: dict[str, Any]) -> Reply:
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelError(f"{self.name}: the server's answer has no choices[0].message") from exc
+        calls = tuple(
+            ToolCall(
+                id=call.get("id") or new_call_id(),
+                name=(call.get("function") or {}).get("name") or "",
+                arguments=_arguments_text((call.get("function") or {}).get("arguments")),
+            )
+            for call in message.get("tool_calls") or ()
+        )
+        return Reply(
+            content=message.get("content"),
+            tool_calls=calls,
+            reasoning=message.get("reasoning_content") or message.get("reasoning"),
+            usage=_usage(data.get("usage") or {}),
+            finish_reason=choice.get("finish_reason"),
+            model=data.get("model") or self._wire_model,
+        )
+
+    def _status_error(self, response: httpx.Response, *, streaming: bool) -> ModelError:
+        status = response.status_code
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict):
+            message, _ = _error_fields(payload.get("error") or payload)
+        else:
+            message = response.text[:300] or response.reason_phrase
+        text = f"{self.name}: HTTP {status} from {self.api_base}: {message}"
+        if streaming and status in (400, 404, 422, 501) and says_streaming_unsupported(message):
+            return StreamingUnsupported(text, status=status)
+        hint = "check model.api_key" if status in (401, 403) else None
+        return ModelError(
+            text, status=status, retryable=status in _RETRYABLE_STATUS or status >= 500, hint=hint
+        )
+
+    def _transport_error(self, exc: httpx.HTTPError) -> ModelError:
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(f"{self.name}: timed out ({type(exc).__name__})", retryable=True)
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            return ModelError(f"{self.name}: bad api_base {self.api_base!r}: {exc}")
+        if isinstance(exc, httpx.ConnectError):
+            return ModelError(
+                f"{self.name}: cannot connect to {self.api_base}: {exc}",
+                retryable=True,
+                hint="is the server running?",
+            )
+        if isinstance(exc, httpx.TransportError):
+            return ModelError(f"{self.name}: connection to {self.api_base} failed: {exc!r}", retryable=True)
+        return ModelError(f"{self.name}: {exc!r}")
+
+
+def _usage(data: Mapping[str, Any]) -> Usage:
+    prompt = data.get("prompt_tokens") or 0
+    completion = data.get("completion_tokens") or 0
+    return Usage(prompt, completion, data.get("total_tokens") or prompt + completion)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None or arguments == "":
+        return "{}"
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _error_fields(error: Any) -> tuple[str, int | None]:
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("detail") or json.dumps(error)[:300]
+        code = error.get("code")
+        return str(message), code if isinstance(code, int) else None
+    return str(error), None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

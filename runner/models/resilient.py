@@ -1,0 +1,153 @@
+"""Retries with backoff, then fallbacks: the ``model.retries`` and ``model.fallbacks`` of the agent file.
+
+``ResilientModel`` wraps a primary model and its fallbacks behind the same ``Model`` protocol.
+A retryable ``ModelError`` (429, 5xx, network, timeout) is retried ``retries`` times with
+exponential backoff and jitter; then (or at once, for an error that retrying cannot fix) the next
+model is tried. A stream is retried only while it has yielded nothing: once text has reached the
+user, replaying it would show it twice. A model that refuses to stream is asked with ``complete``
+instead, silently, from then on (SPEC section 4: "stream: silently false when the model cannot stream").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from runner.errors import ModelError
+from runner.models.base import Model, Reply, Request, StreamEvent, StreamingUnsupported, events_of
+
+__all__ = ["ResilientModel"]
+
+_sleep = asyncio.sleep  # tests replace it to record backoff delays
+
+
+class ResilientModel:
+    """A primary model with retries and ordered fallbacks, itself a ``Model``."""
+
+    def __init__(
+        self,
+        primary: Model,
+        fallbacks: Sequence[Model] = (),
+        *,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+    ) -> None:
+        self.primary = primary
+        self.fallbacks = list(fallbacks)
+        self.retries = max(0, retries)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.last_model: str | None = None  # the model that gave the last answer
+        self._cannot_stream: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"ResilientModel({self.primary!r}, fallbacks={self.fallbacks!r}, retries={self.retries})"
+
+    @property
+    def name(self) -> str:
+        """The primary model's id."""
+        return self.primary.name
+
+    @property
+    def supports_tools(self) -> bool | None:
+        """The primary model's tool support."""
+        return self.primary.supports_tools
+
+    async def complete(self, request: Request) -> Reply:
+        """Ask each model in turn, retrying transient errors, until one answers."""
+        errors: dict[int, ModelError] = {}
+        for position, model in enumerate(self._models()):
+            sent = self._request_for(model, request)
+            for attempt in range(self.retries + 1):
+                try:
+                    reply = await model.complete(sent)
+                except ModelError as exc:
+                    errors[position] = exc
+                    if not exc.retryable or attempt == self.retries:
+                        break
+                    await _sleep(self._delay(attempt))
+                else:
+                    self.last_model = model.name
+                    return reply
+        raise self._failure(errors)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Stream from the first model that answers; retry or fall back only before the first event."""
+        errors: dict[int, ModelError] = {}
+        for position, model in enumerate(self._models()):
+            sent = self._request_for(model, request)
+            attempt = 0
+            while True:
+                started = False
+                events = self._events(model, sent)
+                try:
+                    async for event in events:
+                        started = True
+                        yield event
+                except ModelError as exc:
+                    if started:
+                        raise
+                    if isinstance(exc, StreamingUnsupported) and id(model) not in self._cannot_stream:
+                        self._cannot_stream.add(id(model))
+                        continue  # ask the same model again without streaming; not a retry
+                    errors[position] = exc
+                    if not exc.retryable or attempt == self.retries:
+                        break
+                    await _sleep(self._delay(attempt))
+                    attempt += 1
+                    continue
+                finally:
+                    await _close(events)
+                self.last_model = model.name
+                return
+        raise self._failure(errors)
+
+    async def aclose(self) -> None:
+        """Close every model (each once)."""
+        closed: set[int] = set()
+        for model in self._models():
+            if id(model) not in closed:
+                closed.add(id(model))
+                await model.aclose()
+
+    def _models(self) -> list[Model]:
+        return [self.primary, *self.fallbacks]
+
+    def _request_for(self, model: Model, request: Request) -> Request:
+        return request if model is self.primary else replace(request, model=model.name)
+
+    async def _events(self, model: Model, request: Request) -> AsyncIterator[StreamEvent]:
+        if id(model) not in self._cannot_stream:
+            inner = model.stream(request)
+            try:
+                async for event in inner:
+                    yield event
+            finally:
+                await _close(inner)  # deterministically, so an HTTP stream is released at once
+            return
+        for event in events_of(await model.complete(request)):
+            yield event
+
+    def _delay(self, attempt: int) -> float:
+        delay: float = min(self.max_backoff_s, self.backoff_s * 2.0**attempt)
+        return delay * random.uniform(0.75, 1.25)
+
+    def _failure(self, errors: dict[int, ModelError]) -> ModelError:
+        """The last error alone, or (with fallbacks) one error that lists each model's last error."""
+        last = errors[max(errors)]
+        if len(errors) == 1:
+            return last
+        tried = "; ".join(error.message for error in errors.values())
+        return ModelError(
+            f"every model failed: {tried}", hint=last.hint, status=last.status, retryable=last.retryable
+        )
+
+
+async def _close(events: Any) -> None:
+    closer = getattr(events, "aclose", None)
+    if closer is not None:
+        await closer()

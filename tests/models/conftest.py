@@ -1,0 +1,65 @@
+"""Fixtures for the model tests: scripted servers on loopback and both real wire paths."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from runner.models.base import Model
+from runner.testing import ScriptedServer
+
+PATHS = ("litellm", "openai_compat")
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    """Start scripted servers on 127.0.0.1; all are closed after the test."""
+    servers: list[ScriptedServer] = []
+
+    def start(script: Sequence[Any] | Callable[[dict[str, Any]], Any], **options: Any) -> ScriptedServer:
+        server = ScriptedServer(script, **options)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(params=PATHS)
+async def connect(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Model]]:
+    """Build a real model (litellm or the httpx fast path) for a base URL; both run the same tests."""
+    models: list[Model] = []
+
+    def make(
+        base_url: str, model_id: str = "openai/scripted-model", api_key: str | None = "sk-test"
+    ) -> Model:
+        model: Model
+        if request.param == "litellm":
+            from runner.models.litellm_model import LiteLLMModel
+
+            model = LiteLLMModel(model_id, api_base=base_url, api_key=api_key)
+        else:
+            from runner.models.openai_compat import OpenAICompatModel
+
+            model = OpenAICompatModel(model_id, api_base=base_url, api_key=api_key)
+        models.append(model)
+        return model
+
+    yield make
+    for model in models:
+        await model.aclose()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

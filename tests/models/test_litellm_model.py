@@ -1,0 +1,81 @@
+"""What only the litellm path does (the shared behaviour is in test_wire_paths.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+from litellm import exceptions as litellm
+
+from runner.errors import ModelError
+from runner.models import litellm_model
+from runner.models.base import Request, StreamingUnsupported
+from runner.models.litellm_model import LiteLLMModel, map_litellm_error, supports_function_calling
+from runner.testing import ScriptedServer
+
+REQUEST = Request(model="m", messages=[{"role": "user", "content": "hi"}], stream=False)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "retryable"),
+    [
+        (litellm.RateLimitError("slow down", "openai", "m"), 429, True),
+        (litellm.InternalServerError("boom", "openai", "m"), 500, True),
+        (litellm.ServiceUnavailableError("later", "openai", "m"), 503, True),
+        (litellm.BadRequestError("bad", "m", "openai"), 400, False),
+        (litellm.NotFoundError("no model", "m", "openai"), 404, False),
+        (litellm.AuthenticationError("no key", "openai", "m"), 401, False),
+    ],
+)
+def test_litellm_errors_map_to_model_errors(error: Exception, status: int, retryable: bool) -> None:
+    mapped = map_litellm_error(error, "openai/m")
+    assert (mapped.status, mapped.retryable) == (status, retryable)
+    assert mapped.message.startswith("openai/m: ")
+
+
+def test_connection_and_timeout_errors_are_retryable_without_a_status() -> None:
+    for error in (
+        litellm.APIConnectionError("refused", "openai", "m"),
+        litellm.Timeout("slow", "m", "openai"),
+    ):
+        mapped = map_litellm_error(error, "openai/m")
+        assert mapped.retryable and mapped.status is None and mapped.hint
+
+
+def test_stream_refusal_maps_to_streaming_unsupported_only_when_streaming() -> None:
+    error = litellm.BadRequestError("stream is not supported for this model", "m", "openai")
+    assert isinstance(map_litellm_error(error, "m", streaming=True), StreamingUnsupported)
+    assert not isinstance(map_litellm_error(error, "m"), StreamingUnsupported)
+
+
+def test_unknown_errors_become_non_retryable_model_errors() -> None:
+    mapped = map_litellm_error(ValueError("odd"), "m")
+    assert isinstance(mapped, ModelError) and not mapped.retryable and "odd" in mapped.message
+
+
+def test_function_calling_support_comes_from_litellm_model_info() -> None:
+    assert supports_function_calling("gpt-4o-mini") is True
+    assert supports_function_calling("openai/not-a-real-model") is None
+    assert LiteLLMModel("openai/local", api_base="http://127.0.0.1:1/v1").supports_tools is True
+    assert LiteLLMModel("openai/not-a-real-model").supports_tools is None
+
+
+async def test_cost_is_computed_when_litellm_knows_the_price(serve: Callable[..., ScriptedServer]) -> None:
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100}
+    server = serve([{"content": "a", "usage": usage}, {"content": "b", "usage": usage}])
+    model = LiteLLMModel("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test")
+    reply = await model.complete(REQUEST)
+    assert reply.usage.cost_usd is not None and reply.usage.cost_usd > 0
+    streamed = [event async for event in model.stream(Request("m", REQUEST.messages))]
+    assert streamed[-1].reply.usage.cost_usd == reply.usage.cost_usd  # type: ignore[union-attr]
+
+
+def test_import_uses_the_local_cost_map_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
+    monkeypatch.setattr(litellm_model, "_litellm", None)
+    litellm_model._import_litellm(local_cost_map=False)
+    assert "LITELLM_LOCAL_MODEL_COST_MAP" not in os.environ
+    monkeypatch.setattr(litellm_model, "_litellm", None)
+    litellm_model._import_litellm()
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"

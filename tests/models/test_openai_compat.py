@@ -1,0 +1,118 @@
+"""What only the httpx fast path does (the shared behaviour is in test_wire_paths.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from runner.errors import ModelError
+from runner.models.base import Completed, Request, TextDelta, ToolCallReady
+from runner.models.openai_compat import OpenAICompatModel
+from runner.testing import ScriptedServer
+
+REQUEST = Request(model="m", messages=[{"role": "user", "content": "hi"}])
+
+
+def mock_model(handler: Any, **options: Any) -> OpenAICompatModel:
+    return OpenAICompatModel(
+        "openai/m", api_base="http://test/v1", transport=httpx.MockTransport(handler), **options
+    )
+
+
+def sse(*chunks: Any) -> bytes:
+    return (
+        b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+    )
+
+
+async def test_stream_answered_with_plain_json_still_gives_events() -> None:
+    completion = {"model": "m", "choices": [{"message": {"content": "whole"}, "finish_reason": "stop"}]}
+    model = mock_model(lambda request: httpx.Response(200, json=completion))
+    events = [event async for event in model.stream(REQUEST)]
+    assert events[0] == TextDelta("whole")
+    assert isinstance(events[-1], Completed) and events[-1].reply.content == "whole"
+
+
+async def test_error_chunk_in_the_middle_of_a_stream_raises_model_error() -> None:
+    body = sse(
+        {"choices": [{"delta": {"content": "par"}}]},
+        {"error": {"message": "engine crashed", "code": 500}},
+    )
+    model = mock_model(
+        lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    with pytest.raises(ModelError, match="engine crashed") as caught:
+        async for _ in model.stream(REQUEST):
+            pass
+    assert caught.value.retryable
+
+
+async def test_garbled_stream_chunk_raises_model_error() -> None:
+    body = b"data: {not json\n\n"
+    model = mock_model(
+        lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    with pytest.raises(ModelError, match="invalid stream chunk"):
+        async for _ in model.stream(REQUEST):
+            pass
+
+
+async def test_tool_calls_stream_without_index_or_ids_are_still_merged() -> None:
+    body = sse(
+        {"choices": [{"delta": {"tool_calls": [{"function": {"name": "a", "arguments": '{"x"'}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": {"arguments": ": 1}"}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    )
+    model = mock_model(
+        lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    events = [event async for event in model.stream(REQUEST)]
+    ready = [event.call for event in events if isinstance(event, ToolCallReady)]
+    assert [(call.name, call.arguments) for call in ready] == [("a", '{"x": 1}')]
+    assert ready[0].id.startswith("call_")
+
+
+async def test_request_body_headers_and_parameters() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+
+    model = mock_model(handler)
+    params = {
+        "timeout": 5,
+        "drop_params": True,
+        "extra_headers": {"X-Trace": "1"},
+        "extra_body": {"top_k": 3},
+    }
+    await model.complete(Request("m", [{"role": "user", "content": "hi"}], params=params))
+    body = json.loads(seen[0].content)
+    assert str(seen[0].url) == "http://test/v1/chat/completions"
+    assert body == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "top_k": 3,
+        "stream": False,
+    }
+    assert seen[0].headers["x-trace"] == "1"
+    assert "authorization" not in seen[0].headers
+
+
+async def test_non_json_error_body_is_reported_with_its_status() -> None:
+    model = mock_model(lambda request: httpx.Response(502, text="<html>bad gateway</html>"))
+    with pytest.raises(ModelError, match=r"HTTP 502.*bad gateway") as caught:
+        await model.complete(REQUEST)
+    assert caught.value.retryable
+
+
+def test_one_model_object_works_across_event_loops() -> None:
+    with ScriptedServer([{"content": "one"}, {"content": "two"}]) as server:
+        model = OpenAICompatModel("openai/m", api_base=server.base_url + "/")
+        first = asyncio.run(model.complete(REQUEST))
+        second = asyncio.run(model.complete(REQUEST))
+    assert (first.content, second.content) == ("one", "two")
