@@ -133,12 +133,24 @@ def _wait_for(path: Path, timeout: float = 90) -> None:
         time.sleep(0.02)
 
 
+def _wait_for_recorded_call(cli: Cli, timeout: float = 90) -> None:
+    """Until the transcript holds the assistant message with the call (eager tools start before it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        paths = cli.transcripts()
+        if paths and any(m.get("tool_calls") for m in read_transcript(paths[0]).messages()):
+            return
+        assert time.monotonic() < deadline, "the assistant message never reached the transcript"
+        time.sleep(0.02)
+
+
 def test_kill_9_mid_turn_then_resume_loses_nothing(cli: Cli, serve: Any, tmp_path: Path) -> None:
     marker = tmp_path / "started"
     server = serve([{"tool_calls": [{"name": "slow", "arguments": {"marker": str(marker)}}]}])
     agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
     process = cli.popen("run", str(agent), "-p", "do the slow thing")
     _wait_for(marker)
+    _wait_for_recorded_call(cli)  # "kill -9 loses at most the message being generated": wait past it
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     (path,) = cli.transcripts()
@@ -160,6 +172,7 @@ def test_ctrl_c_during_a_tool_exits_130_with_every_call_answered(cli: Cli, serve
     agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
     process = cli.popen("run", str(agent), "-p", "slow please")
     _wait_for(marker)
+    _wait_for_recorded_call(cli)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr

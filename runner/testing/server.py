@@ -1,164 +1,22 @@
-"""Test helpers for agents built on the runner: a scripted model and a scripted OpenAI-compatible server.
-
-``ScriptedModel`` answers in process, step by step, and records every ``Request``::
-
-    from runner.testing import ScriptedModel, text, tool_call
-
-    model = ScriptedModel([tool_call("weather", city="Paris"), text("Sunny in Paris.")])
-    ...  # run the agent with it
-    assert model.requests[1].messages[-1]["role"] == "tool"
-    model.assert_complete()
-
-``ScriptedServer`` speaks the chat-completions wire format (streamed as real SSE chunks, with
-tool-call arguments split over several chunks) from a background thread, so the real litellm and
-httpx paths run against it. As a pytest fixture::
-
-    @pytest.fixture
-    def server():
-        with ScriptedServer([{"content": "Hello!"}]) as srv:
-            yield srv                         # srv.base_url == "http://127.0.0.1:<port>/v1"
-
-By hand: ``python -m runner.testing serve script.yaml [--port 8000]`` prints the base URL and serves
-until Ctrl+C. Only the standard library is used, so this module imports with the core dependencies.
-"""
+"""ScriptedServer: an OpenAI-compatible chat-completions server on loopback that answers from a script."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from runner.models.base import (
-    Completed,
-    ReasoningDelta,
-    Reply,
-    Request,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolCallReady,
-    Usage,
-)
+from runner.testing.model import pieces
 
-__all__ = ["ScriptedModel", "ScriptedServer", "main", "text", "tool_call", "tool_calls"]
-
-Step = Reply | str | BaseException | Callable[[Request], "Reply | str"]
 ServerStep = Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
-
-_ids = itertools.count(1)
 _ERROR_TYPES = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
-
-
-def text(content: str, *, reasoning: str | None = None, usage: Usage | None = None) -> Reply:
-    """A scripted reply that only says ``content``."""
-    return Reply(content=content, reasoning=reasoning, usage=usage or Usage(), finish_reason="stop")
-
-
-def tool_call(name: str, /, **arguments: Any) -> Reply:
-    """A scripted reply with one tool call: ``tool_call("weather", city="Paris")``."""
-    return tool_calls((name, arguments))
-
-
-def tool_calls(
-    *calls: tuple[str, Mapping[str, Any]], content: str | None = None, usage: Usage | None = None
-) -> Reply:
-    """A scripted reply with several tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
-    return Reply(
-        content=content,
-        tool_calls=tuple(
-            ToolCall(f"call_{next(_ids)}", name, json.dumps(dict(args))) for name, args in calls
-        ),
-        usage=usage or Usage(),
-        finish_reason="tool_calls",
-    )
-
-
-def _pieces(value: str, count: int) -> list[str]:
-    if not value:
-        return []
-    size = max(1, -(-len(value) // max(1, count)))
-    return [value[i : i + size] for i in range(0, len(value), size)]
-
-
-class ScriptedModel:
-    """A ``Model`` that answers from a script of steps, in process, and records every request.
-
-    A step is a ``Reply`` (see ``text``/``tool_call``/``tool_calls``), a plain string (a text reply),
-    an exception instance (raised, e.g. ``ModelError("down", retryable=True)``), or a callable
-    ``(Request) -> Reply | str`` for dynamic behaviour.
-    """
-
-    supports_tools: bool | None = True
-
-    def __init__(self, script: Iterable[Step], *, name: str = "scripted", chunk_delay_s: float = 0.0) -> None:
-        self.name = name
-        self.requests: list[Request] = []
-        self.closed = False
-        self._script = list(script)
-        self._position = 0
-        self._chunk_delay_s = chunk_delay_s
-
-    @property
-    def remaining(self) -> int:
-        """How many steps have not been requested yet."""
-        return len(self._script) - self._position
-
-    def assert_complete(self) -> None:
-        """Fail if some scripted steps were never requested."""
-        if self.remaining:
-            raise AssertionError(
-                f"ScriptedModel {self.name!r}: {self.remaining} of {len(self._script)} scripted step(s) "
-                f"were never requested (the model was called {len(self.requests)} time(s))"
-            )
-
-    async def complete(self, request: Request) -> Reply:
-        """Record the request and answer with the next step."""
-        return self._next(request)
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        """Record the request and stream the next step: text in a few chunks, then each tool call."""
-        reply = self._next(request)
-        events: list[StreamEvent] = [ReasoningDelta(piece) for piece in _pieces(reply.reasoning or "", 3)]
-        events += [TextDelta(piece) for piece in _pieces(reply.content or "", 3)]
-        events += [ToolCallReady(index, call) for index, call in enumerate(reply.tool_calls)]
-        for event in events:
-            yield event
-            if self._chunk_delay_s:
-                await asyncio.sleep(self._chunk_delay_s)
-        yield Completed(reply)
-
-    async def aclose(self) -> None:
-        """Mark the model closed (tests may check that the runner closes its models)."""
-        self.closed = True
-
-    def _next(self, request: Request) -> Reply:
-        self.requests.append(request)
-        if self._position >= len(self._script):
-            last = request.messages[-1] if request.messages else None
-            raise AssertionError(
-                f"ScriptedModel {self.name!r}: unexpected model call #{len(self.requests)}; the script has "
-                f"only {len(self._script)} step(s). Last message: {last!r}"
-            )
-        step = self._script[self._position]
-        self._position += 1
-        if isinstance(step, BaseException):
-            raise step
-        if callable(step):
-            step = step(request)
-        if isinstance(step, str):
-            step = text(step)
-        if not isinstance(step, Reply):
-            raise TypeError(f"ScriptedModel step #{self._position} gave {type(step).__name__}, not a Reply")
-        return step if step.model else replace(step, model=self.name)
 
 
 class ScriptedServer:
@@ -352,15 +210,15 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": int(time.time())}
         base["model"] = body.get("model") or self.server.scripted.model
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-        deltas += [{"reasoning_content": piece} for piece in _pieces(step.get("reasoning") or "", count)]
-        deltas += [{"content": piece} for piece in _pieces(step.get("content") or "", count)]
+        deltas += [{"reasoning_content": piece} for piece in pieces(step.get("reasoning") or "", count)]
+        deltas += [{"content": piece} for piece in pieces(step.get("content") or "", count)]
         for index, call in enumerate(_wire_calls(step, self.server.scripted.call_ids)):
             first: dict[str, Any] = {"index": index, "type": "function", "function": {"name": call["name"]}}
             first["function"]["arguments"] = ""
             if call["id"] is not None:
                 first["id"] = call["id"]
             deltas.append({"tool_calls": [first]})
-            for piece in _pieces(call["arguments"], count):
+            for piece in pieces(call["arguments"], count):
                 deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         chunks = [
             {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas

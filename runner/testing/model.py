@@ -1,0 +1,130 @@
+"""ScriptedModel: a Model that answers in process from a script and records every request."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from runner.models.base import (
+    Completed,
+    ReasoningDelta,
+    Reply,
+    Request,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    Usage,
+)
+
+Step = Reply | str | BaseException | Callable[[Request], "Reply | str"]
+
+_ids = itertools.count(1)
+
+
+def text(content: str, *, reasoning: str | None = None, usage: Usage | None = None) -> Reply:
+    """A scripted reply that only says ``content``."""
+    return Reply(content=content, reasoning=reasoning, usage=usage or Usage(), finish_reason="stop")
+
+
+def tool_call(name: str, /, **arguments: Any) -> Reply:
+    """A scripted reply with one tool call: ``tool_call("weather", city="Paris")``."""
+    return tool_calls((name, arguments))
+
+
+def tool_calls(
+    *calls: tuple[str, Mapping[str, Any]], content: str | None = None, usage: Usage | None = None
+) -> Reply:
+    """A scripted reply with several tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
+    return Reply(
+        content=content,
+        tool_calls=tuple(
+            ToolCall(f"call_{next(_ids)}", name, json.dumps(dict(args))) for name, args in calls
+        ),
+        usage=usage or Usage(),
+        finish_reason="tool_calls",
+    )
+
+
+def pieces(value: str, count: int) -> list[str]:
+    """``value`` cut into about ``count`` pieces (how scripted replies stream)."""
+    if not value:
+        return []
+    size = max(1, -(-len(value) // max(1, count)))
+    return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+class ScriptedModel:
+    """A ``Model`` that answers from a script of steps, in process, and records every request.
+
+    A step is a ``Reply`` (see ``text``/``tool_call``/``tool_calls``), a plain string (a text reply),
+    an exception instance (raised, e.g. ``ModelError("down", retryable=True)``), or a callable
+    ``(Request) -> Reply | str`` for dynamic behaviour.
+    """
+
+    supports_tools: bool | None = True
+
+    def __init__(self, script: Iterable[Step], *, name: str = "scripted", chunk_delay_s: float = 0.0) -> None:
+        self.name = name
+        self.requests: list[Request] = []
+        self.closed = False
+        self._script = list(script)
+        self._position = 0
+        self._chunk_delay_s = chunk_delay_s
+
+    @property
+    def remaining(self) -> int:
+        """How many steps have not been requested yet."""
+        return len(self._script) - self._position
+
+    def assert_complete(self) -> None:
+        """Fail if some scripted steps were never requested."""
+        if self.remaining:
+            raise AssertionError(
+                f"ScriptedModel {self.name!r}: {self.remaining} of {len(self._script)} scripted step(s) "
+                f"were never requested (the model was called {len(self.requests)} time(s))"
+            )
+
+    async def complete(self, request: Request) -> Reply:
+        """Record the request and answer with the next step."""
+        return self._next(request)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Record the request and stream the next step: text in a few chunks, then each tool call."""
+        reply = self._next(request)
+        events: list[StreamEvent] = [ReasoningDelta(piece) for piece in pieces(reply.reasoning or "", 3)]
+        events += [TextDelta(piece) for piece in pieces(reply.content or "", 3)]
+        events += [ToolCallReady(index, call) for index, call in enumerate(reply.tool_calls)]
+        for event in events:
+            yield event
+            if self._chunk_delay_s:
+                await asyncio.sleep(self._chunk_delay_s)
+        yield Completed(reply)
+
+    async def aclose(self) -> None:
+        """Mark the model closed (tests may check that the runner closes its models)."""
+        self.closed = True
+
+    def _next(self, request: Request) -> Reply:
+        self.requests.append(request)
+        if self._position >= len(self._script):
+            last = request.messages[-1] if request.messages else None
+            raise AssertionError(
+                f"ScriptedModel {self.name!r}: unexpected model call #{len(self.requests)}; the script has "
+                f"only {len(self._script)} step(s). Last message: {last!r}"
+            )
+        step = self._script[self._position]
+        self._position += 1
+        if isinstance(step, BaseException):
+            raise step
+        if callable(step):
+            step = step(request)
+        if isinstance(step, str):
+            step = text(step)
+        if not isinstance(step, Reply):
+            raise TypeError(f"ScriptedModel step #{self._position} gave {type(step).__name__}, not a Reply")
+        return step if step.model else replace(step, model=self.name)
