@@ -177,6 +177,8 @@ def init(
         typer.echo(f"created {display_path(str(path))}")
     agent_file = display_path(str(created[0]))
     typer.echo(f"next: runner validate {agent_file} && runner render {agent_file}")
+    typer.echo(f"then, with a model key: runner test {agent_file} --update   (records the test's cassette;")
+    typer.echo(f"      afterwards `runner test {agent_file}` replays it offline, e.g. in CI)")
 
 
 @app.command()
@@ -307,6 +309,32 @@ def test_command(
 
     _, config = _session_config(None)
     raise typer.Exit(run_tests(agents, update=update, config=config))
+
+
+@app.command()
+@handles_errors
+def serve(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Agent files or folders (searched recursively); default ./agents."),
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Interface to bind (RUNNER_SERVE_HOST, 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port (RUNNER_SERVE_PORT, 8000).")] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Reload agent files when they change; running requests finish.")
+    ] = False,
+    no_transcripts: Annotated[
+        bool, typer.Option("--no-transcripts", help="Do not write a transcript per request.")
+    ] = False,
+) -> None:
+    """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...)."""
+    from runner.cli.serve_cmd import run_serve
+
+    raise typer.Exit(
+        run_serve(paths or [], host=host, port=port, watch=watch, transcripts=not no_transcripts)
+    )
 
 
 def main() -> None:

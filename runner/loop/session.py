@@ -54,7 +54,9 @@ from runner.tools.executor import CallDecision, execute_one, gather_in_order, in
 from runner.tools.permissions import Permissions
 from runner.tools.registry import ToolRegistry
 
-StopReason = Literal["done", "max_steps", "limit", "repeat", "hook", "declined", "interrupted"]
+StopReason = Literal[
+    "done", "max_steps", "limit", "repeat", "hook", "declined", "interrupted", "client_tools"
+]
 ConfirmAnswer = Literal["yes", "no", "always"]
 ConfirmFn = Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]
 
@@ -79,6 +81,9 @@ class RunOptions:
     assume_yes: bool = False
     confirm: ConfirmFn | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: Tools the caller runs itself (OpenAI tool specs, sent after the agent's own): a reply that
+    #: calls one ends the turn with reason "client_tools", its calls left for the caller to answer.
+    client_tools: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +94,8 @@ class TurnResult:
     reason: StopReason
     steps: int
     limit: LimitReached | None = None
+    #: With reason "client_tools": the calls of client tools waiting for the caller's results.
+    client_calls: list[ToolCall] = field(default_factory=list)
 
 
 @dataclass
@@ -113,6 +120,9 @@ class _TurnState:
     pending: list[ToolCall] = field(default_factory=list)
     finished: dict[str, ToolResult] = field(default_factory=dict)
     warned: dict[str, int] = field(default_factory=dict)
+    streamed: list[str] = field(default_factory=list)  # this step's text so far
+    started: list[ToolCall] = field(default_factory=list)  # this step's calls started while streaming
+    client_calls: list[ToolCall] = field(default_factory=list)
 
 
 class Session:
@@ -163,6 +173,13 @@ class Session:
         self._tools = registry.specs() or None
         # The tool specs are part of every prompt: they count toward limits.context_tokens.
         self._tools_chars = len(json.dumps(self._tools, ensure_ascii=False)) if self._tools else 0
+        # The caller's tools follow the agent's own in every request (an agent tool of the same name wins).
+        self._client_specs = [
+            t for t in options.client_tools if t.get("function", {}).get("name") not in registry
+        ]
+        self._client_names = {t["function"]["name"] for t in self._client_specs}
+        if self._client_specs:
+            self._tools_chars += len(json.dumps(self._client_specs, ensure_ascii=False))
         self._repeat = RepeatGuard(spec.limits.max_repeat)
         self._errors: set[str] = set()
         self._names: dict[str, str] = {}
@@ -389,7 +406,7 @@ class Session:
             self._finish_pending(state, "Not executed: the turn was cancelled.")
             raise
         result = self._end_turn(state)
-        if state.stop != "interrupted":
+        if state.stop not in ("interrupted", "client_tools"):  # a client_tools turn goes on later
             await self._after_turn()
         return result
 
@@ -438,7 +455,7 @@ class Session:
             self.note(note, "warning" if reason != "interrupted" else "info")
         self.outputs.append(state.output)
         self.sink(TurnEnded(state.output, reason))
-        return TurnResult(state.output, reason, state.steps, state.limit)
+        return TurnResult(state.output, reason, state.steps, state.limit, client_calls=state.client_calls)
 
     async def _after_turn(self) -> None:
         for event in ("turn_post", "loop_continue"):
@@ -478,11 +495,14 @@ class Session:
         eager = not self.hooks.has("generation_post")
         started: dict[str, asyncio.Task[ToolResult]] = {}
         semaphore = asyncio.Semaphore(self.limits.max_parallel)
+        state.streamed, state.started = [], []
         try:
             reply = await self._generate(request, state, started if eager else None, semaphore)
         except BaseException:
             for task in started.values():
                 task.cancel()
+            if started:
+                self._keep_started_calls(state)
             raise
         self.budget.add(reply.usage)
         self.sink(UsageUpdate(reply.usage, self.budget.usage))
@@ -514,11 +534,16 @@ class Session:
         tasks = [
             started.get(call.id) or asyncio.create_task(self._execute(call, state, semaphore))
             for call in reply.tool_calls
+            if call.name not in self._client_names
         ]
         results = await gather_in_order(tasks)
         for result in results:
             self._append_result(result)
-        state.pending = []
+        # Calls of client tools stay unanswered: the turn ends and the caller sends their results.
+        state.pending = [call for call in reply.tool_calls if call.name in self._client_names]
+        if state.pending and state.stop is None:
+            state.stop, state.client_calls, state.pending = "client_tools", state.pending, []
+        self._finish_pending(state, f"Not executed: {state.stop_note}.")
 
     async def _generate(
         self,
@@ -551,15 +576,36 @@ class Session:
     ) -> Reply:
         async for event in events:
             if isinstance(event, TextDelta):
+                state.streamed.append(event.text)
                 self.sink(TextChunk(event.text))
             elif isinstance(event, ToolCallReady):
-                if started is not None:
+                if started is not None and event.call.name not in self._client_names:
+                    # On record before it runs: a kill -9 before the reply is complete must not hide
+                    # a tool that ran (a resume answers the call; see Transcript.history).
+                    self._event("tool_start", call=event.call.message())
                     started[event.call.id] = asyncio.create_task(self._execute(event.call, state, semaphore))
+                    state.started.append(event.call)
             elif isinstance(event, ReasoningDelta):
                 self.sink(ReasoningChunk(event.text))
             elif isinstance(event, Completed):
                 return event.reply
         raise RuntimeError("the model's stream ended without a Completed event")
+
+    def _keep_started_calls(self, state: _TurnState) -> None:
+        """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
+
+        Those tools ran (or began to), so the history must say so; the code that stopped the step
+        then answers each call, keeping the results of the ones that finished.
+        """
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(state.streamed) or None,
+            "tool_calls": [call.message() for call in state.started],
+        }
+        self._append(message)
+        for call in state.started:
+            self._names[call.id] = call.name
+        state.pending = list(state.started)
 
     def _request(self) -> Request:
         messages = [self.system, *self.history] if self.system is not None else list(self.history)
@@ -567,8 +613,9 @@ class Session:
         if status is not None:
             messages.append(status)
         params = dict(self.options.params)
+        tools = [*(self._tools or ()), *self._client_specs] if self._client_specs else self._tools
         return Request(
-            model=self.model.name, messages=messages, tools=self._tools, params=params, stream=self.stream
+            model=self.model.name, messages=messages, tools=tools, params=params, stream=self.stream
         )
 
     # ----------------------------------------------------------------- tools

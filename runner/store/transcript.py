@@ -203,9 +203,13 @@ class Transcript:
         history: list[dict[str, Any]] = []
         errors: set[str] = set()
         next_is_prompt = False
+        started: list[dict[str, Any]] = []  # calls whose tools started while their reply streamed
         for record in self.records:
             if record.get("type") == "message":
+                started = []
                 message = {k: record[k] for k in MESSAGE_KEYS if k in record}
+                if message.get("role") == "tool":
+                    message.pop("name", None)  # recorded for readers; never sent back
                 # Without prompt marks (older files), a leading system message is the prompt.
                 legacy = not marked and prompt is None and not history and message.get("role") == "system"
                 if next_is_prompt or legacy:
@@ -218,11 +222,17 @@ class Transcript:
                 name = record.get("event")
                 if name == "prompt":
                     next_is_prompt = True
+                elif name == "tool_start" and isinstance((record.get("data") or {}).get("call"), dict):
+                    started.append(record["data"]["call"])
                 elif name == "undo":
                     # ``keep`` counts the prompt (when there is one) and the history kept.
                     data = record.get("data") or {}
                     keep = int(data.get("keep", len(history) + (prompt is not None)))
                     del history[max(0, keep - (prompt is not None)) :]
+        if started:
+            # The process died while the reply was streaming, after these tools had started: the
+            # history keeps their calls (a resume answers them) so the model knows they may have run.
+            history.append({"role": "assistant", "content": None, "tool_calls": started})
         return prompt, history, errors
 
     def events(self) -> Iterator[dict[str, Any]]:
