@@ -33,7 +33,7 @@ from runner.loop.events import (
     TurnEnded,
     UsageUpdate,
 )
-from runner.loop.hooks import HookEvent, HookRunner
+from runner.loop.hooks import ChainOutcome, HookEvent, HookRunner
 from runner.loop.limits import Budget, RepeatGuard
 from runner.loop.prompts import PromptRenderer
 from runner.models.base import (
@@ -188,7 +188,7 @@ class Session:
         self.first_input = ""
         self.reloader: Any = None
         self._pending_reload: PreparedReload | None = None
-        self._step_task: asyncio.Task[None] | None = None
+        self._step_task: asyncio.Task[Any] | None = None  # what Ctrl+C stops: a step or a hook chain
         self._interrupted = False
         self.outputs: list[str] = []
         self.ended: str | None = None
@@ -254,8 +254,18 @@ class Session:
                     )
 
     def needs_continuation(self) -> bool:
-        """Whether the history ends waiting for the model (a user message or tool results)."""
-        return bool(self.history) and self.history[-1].get("role") in ("user", "tool")
+        """Whether the history ends waiting for the model (a user message or tool results).
+
+        A runner note (a turn stopped by Ctrl+C, a limit or a hook) is not a question for the model:
+        after one, resuming waits for new input instead of generating at once.
+        """
+        if not self.history:
+            return False
+        last = self.history[-1]
+        content = last.get("content")
+        if last.get("role") == "user" and isinstance(content, str) and content.startswith(NOTE_PREFIX):
+            return False
+        return last.get("role") in ("user", "tool")
 
     # ----------------------------------------------------------------- session
 
@@ -385,11 +395,15 @@ class Session:
                 self._render_system(text)
             self._append(self.renderer.user(text))
             if self.hooks.has("turn_pre"):
-                outcome = await self.hooks.run(self._hook_event("turn_pre"))
-                for message in outcome.messages:
-                    self._append(message)
-                if outcome.stop:
-                    state.stop, state.stop_note = "hook", outcome.reason or "a turn_pre hook stopped the turn"
+                outcome = await self._interruptible_hooks(self._hook_event("turn_pre"))
+                if outcome is None:
+                    state.stop, state.stop_note = "interrupted", "interrupted by the user"
+                else:
+                    for message in outcome.messages:
+                        self._append(message)
+                    if outcome.stop:
+                        state.stop = "hook"
+                        state.stop_note = outcome.reason or "a turn_pre hook stopped the turn"
         elif self.system is None:
             self._render_system(self._input)
         try:
@@ -460,9 +474,26 @@ class Session:
     async def _after_turn(self) -> None:
         for event in ("turn_post", "loop_continue"):
             if self.hooks.has(event):
-                outcome = await self.hooks.run(self._hook_event(event))
+                outcome = await self._interruptible_hooks(self._hook_event(event))
+                if outcome is None:
+                    self.note(f"interrupted the {event} hooks; nothing was queued")
+                    return
                 for message in outcome.messages:
                     self.enqueue(str(message["content"]), origin=f"{event} hook")
+
+    async def _interruptible_hooks(self, event: HookEvent) -> ChainOutcome | None:
+        """Run a turn-level chain that Ctrl+C can stop (a slow ``pytest`` hook); None if it did."""
+        task = self._step_task = asyncio.create_task(self.hooks.run(event))
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not self._interrupted:
+                task.cancel()
+                raise
+            return None
+        finally:
+            self._interrupted = False
+            self._step_task = None
 
     def _finish_pending(self, state: _TurnState, reason: str) -> None:
         if not state.pending:

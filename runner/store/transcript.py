@@ -4,6 +4,11 @@ Line 1 is the header (session, agent file and its sha256, git commit and dirty f
 version, model, start time); then ``message`` and ``event`` records, each appended and flushed
 as it happens (and fsynced when asked), so a ``kill -9`` loses at most the message being
 generated. Secrets are replaced by ``***`` before anything is written.
+
+Two events shape how the history is read back: ``prompt`` marks the system message record that
+follows it as the system prompt (a later one replaces it), and ``tool_start`` records a call whose
+tool started while its reply was still streaming, so that a crash before the reply was complete
+still leaves that call in the history (a resume answers it).
 """
 
 from __future__ import annotations

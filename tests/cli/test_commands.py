@@ -140,6 +140,8 @@ def test_init_creates_an_agent_that_validates(
         "created my-agent/my_agent_tools.py",
         "created my-agent/tests/test_my_agent_tools.py",
         "next: runner validate my-agent/agent.yaml && runner render my-agent/agent.yaml",
+        "then, with a model key: runner test my-agent/agent.yaml --update   (records the test's cassette;",
+        "      afterwards `runner test my-agent/agent.yaml` replays it offline, e.g. in CI)",
     ]
     agent = tmp_path / "my-agent" / "agent.yaml"
     assert check_file(agent, env={}) == []

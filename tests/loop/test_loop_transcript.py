@@ -1,0 +1,203 @@
+"""Transcripts (SPEC section 12) and the session commands that change a running session: the header,
+times, secrets, the schema of every record; undo, set_variables, set_model."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import runner
+from runner.resources import load_schema
+from runner.testing import ScriptedModel, text, tool_call
+
+TOOLS = """
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+
+
+def show_vars(__vars__) -> dict:
+    \"\"\"The template variables the tool sees.\"\"\"
+    return dict(__vars__)
+
+
+def fail() -> str:
+    \"\"\"Fail.\"\"\"
+    raise RuntimeError("broken")
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+# ----------------------------------------------------------------------------- the file
+
+
+async def test_header_names_the_session_agent_file_runner_and_model(agent, drive, tmp_path):
+    spec = agent(tools=TOOLS)
+    run = await drive(spec, [text("hi")], "hello")
+    header = run.records()[0]
+    assert header["type"] == "header"
+    assert header["session_id"] == run.session.session_id
+    assert run.transcript_path.name == f"{run.session.session_id}.jsonl"
+    assert header["agent"] == "tester"
+    assert header["agent_path"] == str(spec.path)
+    assert header["agent_sha256"] == hashlib.sha256(spec.path.read_bytes()).hexdigest()
+    assert header["runner_version"] == runner.__version__
+    assert header["model"] == "scripted"
+    assert header["git"] is None
+    started = dt.datetime.fromisoformat(header["started_at"])
+    assert abs((dt.datetime.now(dt.UTC) - started).total_seconds()) < 60
+
+
+async def test_header_records_the_git_commit_and_whether_the_file_is_dirty(agent, drive, tmp_path):
+    spec = agent(tools=TOOLS)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", spec.path.name)
+    git(tmp_path, "commit", "-q", "-m", "agent")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    clean = await drive(spec, [text("hi")], "hello")
+    assert clean.records()[0]["git"] == {"commit": head, "dirty": False}
+
+    with spec.path.open("a", encoding="utf-8") as file:
+        file.write("# an edit\n")
+    dirty = await drive(spec, [text("hi")], "hello")
+    header = dirty.records()[0]
+    assert header["git"] == {"commit": head, "dirty": True}
+    assert header["agent_sha256"] == hashlib.sha256(spec.path.read_bytes()).hexdigest()
+
+
+async def test_every_record_has_a_time_and_matches_the_transcript_schema(agent, drive):
+    body = "limits:\n  max_steps: 2\nhooks:\n  turn_pre:\n    - command: exit 1\n"
+    spec = agent(body, tools=TOOLS)
+    script = [tool_call("fail"), tool_call("add", a=1, b=2), text("unused")]
+    run = await drive(spec, script, "go")
+    records = run.records()
+    validator = Draft202012Validator(load_schema("transcript"))
+    for record in records:
+        errors = [e.message for e in validator.iter_errors(record)]
+        assert not errors, f"{record}: {errors}"
+    for record in records[1:]:
+        assert dt.datetime.fromisoformat(record["time"]).tzinfo is not None
+    kinds = {(r["type"], r.get("event") or r.get("role")) for r in records[1:]}
+    assert {("message", "user"), ("message", "assistant"), ("message", "tool")} <= kinds
+    assert {("event", "hook"), ("event", "limit")} <= kinds
+    tool = next(r for r in records if r.get("role") == "tool")
+    assert tool["name"] == "fail" and tool["is_error"] is True and tool["duration_s"] >= 0
+    assistant = next(r for r in records if r.get("role") == "assistant")
+    assert assistant["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+@pytest.mark.parametrize("secret", ["sk-live-4f9a2c7e", 'pa"ss\\word-1234'], ids=["plain", "quote-backslash"])
+async def test_secrets_never_reach_the_transcript(agent, drive, secret):
+    body = """
+    model:
+      id: scripted/x
+      api_key: ${MY_API_KEY}
+    vars:
+      key: ${MY_API_KEY}
+    prompts:
+      system: "Use the key {{ key }} carefully."
+    """
+    spec = agent(body, tools=TOOLS, env={"MY_API_KEY": secret})
+    assert secret in spec.secrets
+    script = [tool_call("show_vars"), text(f"the key is {secret}")]
+    run = await drive(spec, script, f"my key is {secret}")
+    assert secret in run.requests[0].messages[0]["content"]  # the model did get it
+    escaped = json.dumps(secret)[1:-1]
+    assert escaped in run.tool_results()[0]["content"]  # a tool output (JSON) carries it too
+    saved = run.transcript_path.read_text(encoding="utf-8")
+    twice = json.dumps(escaped)[1:-1]
+    for form in {secret, escaped, twice}:
+        assert form not in saved
+    assert "***" in saved
+
+
+# ----------------------------------------------------------------------------- session commands
+
+
+async def test_undo_drops_the_last_turn_from_the_history_and_the_transcript(agent, drive):
+    spec = agent(tools=TOOLS)
+    outcome = {}
+
+    async def undo_then_ask(session):
+        outcome["removed"] = session.undo()
+        await session.run_turn("third")
+
+    script = [text("one"), tool_call("add", a=1, b=1), text("two"), text("three")]
+    run = await drive(spec, script, "first", "second", during=undo_then_ask)
+    assert outcome["removed"] == 4
+    assert [m["content"] for m in run.requests[-1].messages] == ["first", "one", "third"]
+    assert run.transcript().messages() == run.history
+    assert [e["event"] for e in run.transcript_events()].count("undo") == 1
+
+
+async def test_undo_survives_resume(agent, drive):
+    spec = agent("prompts:\n  system: Be brief.\n", tools=TOOLS)
+
+    async def undo(session):
+        session.undo()
+
+    first = await drive(spec, [text("one"), text("two")], "first", "second", during=undo)
+    resumed = await drive(spec, [text("three")], "third", resume=first.transcript())
+    assert [m["content"] for m in resumed.requests[0].messages] == ["Be brief.", "first", "one", "third"]
+
+
+async def test_set_variables_renders_the_system_prompt_again(agent, drive):
+    spec = agent("prompts:\n  system: 'Units: {{ units }}.'\nvars:\n  units: metric\n", tools=TOOLS)
+
+    async def switch(session):
+        session.set_variables({"units": "imperial"})
+        await session.run_turn("and now?")
+
+    run = await drive(spec, [text("metric"), text("imperial")], "units?", during=switch)
+    assert run.requests[0].messages[0]["content"] == "Units: metric."
+    assert run.requests[1].messages[0]["content"] == "Units: imperial."
+    [event] = run.transcript_events("vars")
+    assert event["data"]["names"] == ["units"]
+
+
+async def test_set_variables_reaches_the_tools(agent, drive):
+    spec = agent("vars:\n  units: metric\n", tools=TOOLS)
+
+    async def switch(session):
+        session.set_variables({"units": "imperial"})
+        await session.run_turn("and now?")
+
+    script = [tool_call("show_vars"), text("metric"), tool_call("show_vars"), text("imperial")]
+    run = await drive(spec, script, "units?", during=switch)
+    first, second = (json.loads(m["content"]) for m in run.tool_results())
+    assert first["units"] == "metric"
+    assert second["units"] == "imperial"
+
+
+async def test_set_model_sends_the_next_step_to_the_new_model(agent, drive):
+    spec = agent(tools=TOOLS)
+    other = ScriptedModel([text("from the other model")], name="other")
+
+    async def switch(session):
+        session.set_model(other)
+        await session.run_turn("again")
+
+    run = await drive(spec, [text("from the first model")], "hello", during=switch)
+    assert len(run.requests) == 1
+    [request] = other.requests
+    assert request.model == "other"
+    assert [m["content"] for m in request.messages] == ["hello", "from the first model", "again"]
+    assert run.session.outputs == ["from the first model", "from the other model"]
+    [event] = run.transcript_events("model")
+    assert event["data"]["model"] == "other"
