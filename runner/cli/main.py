@@ -351,7 +351,8 @@ def main() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    # Executor workers are joined at interpreter exit even when they are daemon threads.
+    if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

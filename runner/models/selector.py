@@ -1,0 +1,325 @@
+"""The tool selector of ``function_calling: prompt`` (SPEC section 8; Open WebUI's non-native mode).
+
+Pure parsing and formatting; the loop sends the request and runs the calls.
+
+- ``selector_messages(tools, history, input, *, template_text=None, variables=None)``: the selector
+  request. The system message is ``runner/prompts/tool_selection.md.j2`` (or the agent's
+  ``prompts.tool_selection`` text) rendered in a sandbox with ``StrictUndefined``; it sees ``tools``
+  (each ``{name, description, parameters}``), ``tools_json`` (that list as pretty JSON), ``history``
+  (each ``{role, content}``), ``input``, and any ``variables`` given (e.g. ``vars``, ``agent``,
+  ``now``). As in Open WebUI, the user message carries the history (already cut by the caller) and
+  the query: ``History:`` lines ``ROLE: \"\"\"text\"\"\"`` then ``Query: input``.
+  ``selection_context`` gives the template variables alone, for rendering with another engine.
+- ``extract_selection(text, tools_by_name) -> Selection``: the JSON is searched for in the answer
+  (thinking removed): the whole text, code fences, the first object in the prose that looks like an
+  answer, then the first ``{`` to the last ``}`` (or ``[`` to ``]``); broken JSON is repaired
+  (trailing commas, single quotes) unless it is cut short. Accepted shapes: ``{"tool_calls": [...]}``,
+  a bare call object, a list of calls; ``"arguments"`` is a synonym of ``"parameters"`` and an
+  OpenAI-style ``{"function": {...}}`` item is unwrapped. Unknown tools go to ``unknown`` (not
+  called); parameters outside the tool's ``properties`` are dropped (kept when the schema declares no
+  properties or allows ``additionalProperties``) and reported in ``dropped``; missing required
+  parameters are reported in ``problems`` but the call is kept (the executor's validation answers it).
+- ``context_message(executed, notes=())``: the one message that gives the main model each tool's
+  arguments and output (Open WebUI's "context"), in ``<tool_result>`` blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from runner.models.accumulate import new_call_id
+from runner.models.base import ToolCall
+from runner.models.jsontext import load_json, tool_function
+from runner.models.thinking import split_thinking
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "Selection",
+    "context_message",
+    "extract_selection",
+    "render_selector_prompt",
+    "selection_context",
+    "selector_messages",
+    "selector_query",
+]
+
+DEFAULT_TEMPLATE = "tool_selection.md.j2"
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+_FENCED = re.compile(
+    r"^ {0,3}(?:`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}(?:`{3,}|~{3,})[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_MAX_STARTS = 200  # object starts tried in prose (keeps a pathological answer linear enough)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What the selector chose: calls to run (name, arguments) and what was wrong with its answer."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """The calls as ``ToolCall``s with fresh ids, ready for the executor."""
+        return [
+            ToolCall(id=new_call_id(), name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+            for name, arguments in self.calls
+        ]
+
+    def notes(self) -> list[str]:
+        """One readable line per unknown tool, dropped parameters and problem (for the context message)."""
+        lines = [
+            f"The selector asked for an unknown tool {name!r}; it was not called." for name in self.unknown
+        ]
+        for name, params in self.dropped.items():
+            lines.append(f"Parameters not in the schema of {name} were ignored: {', '.join(params)}.")
+        return lines + list(self.problems)
+
+
+# --- the request ----------------------------------------------------------------------------------
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def _history(history: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    rows = []
+    for message in history:
+        role = str(message.get("role", "user"))
+        content = _text(message.get("content"))
+        if role == "assistant":
+            content = split_thinking(content)[0]
+            names = [
+                str((call.get("function") or {}).get("name", "")) for call in message.get("tool_calls") or ()
+            ]
+            if names and not content.strip():
+                content = f"(called {', '.join(names)})"
+        if content.strip():
+            rows.append({"role": role, "content": content.strip()})
+    return rows
+
+
+def selection_context(
+    tools: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]], input: str
+) -> dict[str, Any]:
+    """The selector template's variables: ``tools``, ``tools_json``, ``history`` and ``input``."""
+    functions = [tool_function(spec) for spec in tools]
+    return {
+        "tools": functions,
+        "tools_json": json.dumps(functions, indent=2, ensure_ascii=False),
+        "history": _history(history),
+        "input": input,
+    }
+
+
+@cache
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment(
+        undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@lru_cache(maxsize=16)
+def _template(text: str | None) -> jinja2.Template:
+    env = _environment()
+    return env.get_template(DEFAULT_TEMPLATE) if text is None else env.from_string(text)
+
+
+def render_selector_prompt(
+    tools: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+    input: str,
+    *,
+    template_text: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+) -> str:
+    """The selector's system prompt (jinja2 errors propagate: the caller locates them)."""
+    context = {**(variables or {}), **selection_context(tools, history, input)}
+    return _template(template_text).render(context).strip()
+
+
+def selector_query(history: Sequence[Mapping[str, Any]], input: str) -> str:
+    """The selector's user message: the recent history, then the query."""
+    rows = _history(history)
+    if not rows:
+        return f"Query: {input}"
+    lines = [f'{row["role"].upper()}: """{row["content"]}"""' for row in rows]
+    return "History:\n" + "\n".join(lines) + f"\nQuery: {input}"
+
+
+def selector_messages(
+    tools: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+    input: str,
+    *,
+    template_text: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The selector request's messages: the rendered system prompt and the history + query."""
+    system = render_selector_prompt(tools, history, input, template_text=template_text, variables=variables)
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": selector_query(history, input)},
+    ]
+
+
+# --- the answer -----------------------------------------------------------------------------------
+
+
+def _looks_like_answer(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "tool_calls" in value or "name" in value or "function" in value
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def _first_answer_in_prose(text: str) -> Any:
+    decoder = json.JSONDecoder()
+    starts = [index for index, char in enumerate(text) if char in "{["][:_MAX_STARTS]
+    for start in starts:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if _looks_like_answer(value):
+            return value
+    return None
+
+
+def _find_json(text: str) -> tuple[Any, str | None]:
+    """The JSON value in the selector's answer, or (None, why)."""
+    text = split_thinking(text)[0].strip()
+    if not text:
+        return None, "the selector's answer is empty; no tool was called"
+    try:
+        return json.loads(text), None
+    except ValueError:
+        pass
+    for body in _FENCED.findall(text):
+        value, _ = load_json(body)
+        if isinstance(value, dict | list):
+            return value, None
+    value = _first_answer_in_prose(text)
+    if value is not None:
+        return value, None
+    reasons = []
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = text.find(opener), text.rfind(closer)
+        if start >= 0:
+            value, why = load_json(text[start : end + 1] if end > start else text[start:])
+            if why is None:
+                return value, None
+            reasons.append(why)
+    if not reasons:
+        return None, "the selector answered in prose, without a JSON object; no tool was called"
+    return None, f"the selector's answer is not valid JSON ({reasons[0]}); no tool was called"
+
+
+def _items(value: Any) -> tuple[list[Any], str | None]:
+    if isinstance(value, list):
+        return value, None
+    if not isinstance(value, dict):
+        return [], "the selector's JSON is not an object; no tool was called"
+    if "tool_calls" in value:
+        calls = value["tool_calls"]
+        if calls is None or isinstance(calls, list):
+            return calls or [], None
+        if isinstance(calls, dict):
+            return [calls], None
+        return [], 'the selector\'s "tool_calls" is not a list; no tool was called'
+    if "name" in value or "function" in value:
+        return [value], None
+    return [], 'the selector\'s JSON has no "tool_calls"; no tool was called'
+
+
+def _allowed(parameters: Mapping[str, Any]) -> set[str] | None:
+    """The parameter names a schema accepts; None when it accepts any."""
+    extra = parameters.get("additionalProperties")
+    properties = parameters.get("properties")
+    if extra not in (None, False) or (extra is None and not isinstance(properties, Mapping)):
+        return None
+    return set(properties) if isinstance(properties, Mapping) else set()
+
+
+def extract_selection(text: str, tools_by_name: Mapping[str, Mapping[str, Any]]) -> Selection:
+    """The calls in the selector's answer, with unknown tools, dropped parameters and problems."""
+    selection = Selection()
+    value, why = _find_json(text)
+    items, problem = _items(value) if why is None else ([], why)
+    if problem:
+        selection.problems.append(problem)
+    for number, item in enumerate(items, 1):
+        if isinstance(item, dict) and isinstance(item.get("function"), dict):
+            item = item["function"]
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            selection.problems.append(f"call {number} of the selector has no tool name; it was not called")
+            continue
+        name = name.strip()
+        if name not in tools_by_name:
+            selection.unknown.append(name)
+            continue
+        arguments = item.get("parameters", item.get("arguments"))
+        if isinstance(arguments, str):
+            arguments, _ = load_json(arguments) if arguments.strip() else ({}, None)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            selection.problems.append(f"the parameters of {name} are not a JSON object; it was not called")
+            continue
+        parameters = tool_function(tools_by_name[name])["parameters"]
+        allowed = _allowed(parameters)
+        if allowed is not None:
+            extra = [key for key in arguments if key not in allowed]
+            if extra:
+                known = selection.dropped.setdefault(name, [])
+                known.extend(key for key in extra if key not in known)
+                arguments = {key: arg for key, arg in arguments.items() if key in allowed}
+        missing = [key for key in parameters.get("required") or () if key not in arguments]
+        if missing:
+            selection.problems.append(f"{name} is missing required parameters: {', '.join(missing)}")
+        selection.calls.append((name, arguments))
+    return selection
+
+
+# --- the context ----------------------------------------------------------------------------------
+
+
+def context_message(
+    executed: Sequence[tuple[str, Mapping[str, Any] | str, str, bool]], notes: Sequence[str] = ()
+) -> str:
+    """The message giving the main model each tool's arguments and output ("" when there is nothing)."""
+    if not executed and not notes:
+        return ""
+    parts = ["Tools were run for the user's latest message. Use their results to answer:"]
+    for name, arguments, output, is_error in executed:
+        if not isinstance(arguments, str):
+            arguments = json.dumps(dict(arguments), ensure_ascii=False)
+        error = ' error="true"' if is_error else ""
+        body = output.rstrip("\n")
+        parts.append(
+            f'<tool_result name="{escape(name)}"{error}>\n<arguments>{arguments}</arguments>\n'
+            f"<output>\n{body}\n</output>\n</tool_result>"
+        )
+    if notes:
+        parts.append("Notes:\n" + "\n".join(f"- {note}" for note in notes))
+    return "\n\n".join(parts)
