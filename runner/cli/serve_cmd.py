@@ -1,0 +1,92 @@
+"""Body of ``runner serve`` (kept out of main.py: starlette and uvicorn load only here)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import typer
+
+from runner.errors import ConfigError, RunnerError
+
+#: How long a stopping server lets streams and runs finish before closing them.
+GRACEFUL_SHUTDOWN_S = 5
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, so that a port in use is one clear error (and port 0 a known port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise RunnerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bool, transcripts: bool) -> int:
+    """Load the agents under ``paths`` and serve them until Ctrl+C; the exit code."""
+    import uvicorn
+
+    from runner.cli.commands import _session_config
+    from runner.serve.app import create_app, is_loopback
+    from runner.serve.catalog import load_catalog
+    from runner.serve.reload import CatalogHolder
+
+    settings, config = _session_config(None)
+    config.write_transcript = transcripts
+    host = host or settings.serve_host
+    port = settings.serve_port if port is None else port
+    keys = tuple(k for k in settings.serve_api_keys if k)
+    if not keys and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to serve on {host} without API keys: anyone who reaches it could run your agents",
+            hint="set RUNNER_SERVE_API_KEYS=key1,key2 (clients send Authorization: Bearer KEY), "
+            "or bind 127.0.0.1",
+        )
+    if not paths:
+        if not Path("agents").is_dir():
+            raise ConfigError("nothing to serve: give agent files or folders", hint="runner serve agents/")
+        paths = ["agents"]
+    roots = [Path(p) for p in paths]
+    catalog = load_catalog(roots)
+    for line in catalog.problems():
+        typer.echo(f"warning: {line}", err=True)
+    if not catalog.agents:
+        raise ConfigError(f"no valid agent files under {', '.join(paths)}")
+    app = create_app(
+        CatalogHolder(roots, catalog),
+        config=config,
+        api_keys=keys,
+        watch=watch,
+        report=lambda line: typer.echo(line, err=True),
+    )
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    names = ", ".join(sorted(catalog.agents))
+    typer.echo(f"serving {len(catalog.agents)} agent(s) at http://{shown}:{bound}/v1: {names}", err=True)
+    if not keys:
+        typer.echo("no API keys set: only this machine can connect (RUNNER_SERVE_API_KEYS)", err=True)
+    if watch:
+        typer.echo("watching the agent files; changes apply to new requests", err=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=settings.log_level.lower(),
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            access_log=False,
+        )
+    )
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down gracefully, then re-raised Ctrl+C: a normal stop
+        pass
+    finally:
+        sock.close()
+    typer.echo("stopped", err=True)
+    return 0

@@ -1,0 +1,275 @@
+"""The Starlette app of ``runner serve`` (SPEC sections 11 and 15).
+
+``GET /health``, ``GET /v1/models`` (one model per agent), ``GET /v1/models/{id}`` and
+``POST /v1/chat/completions`` (streamed or not). Every error is answered in OpenAI's shape.
+Safety: ``Authorization: Bearer KEY`` against the configured keys (constant-time comparison;
+with no keys only loopback clients are answered, and the CLI binds nothing else), a request body
+limit (413), per-request parameters that only lower the agent's, and a client that goes away
+(mid-stream or while waiting for a whole answer) cancels its run, which releases its tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive
+
+from runner.loop.runtime import SessionConfig
+from runner.loop.session import RunOptions
+from runner.serve.catalog import Catalog, ServedAgent
+from runner.serve.engine import ChatRun
+from runner.serve.history import parse_conversation
+from runner.serve.models import ModelPool
+from runner.serve.protocol import ApiError, lowered_spec, model_params, parse_chat_request
+from runner.serve.reload import CatalogHolder
+from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeState", "create_app", "is_loopback"]
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
+_DRAIN_BYTES = 64 * 1024 * 1024
+#: Sync tools run in threads; enough for many concurrent sessions.
+_TOOL_THREADS = 64
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _ignore(line: str) -> None:
+    """A report callback that drops the line."""
+
+
+@dataclass
+class ServeState:
+    """What the app serves and how: the catalog, session settings, keys and limits."""
+
+    catalog: CatalogHolder
+    config: SessionConfig
+    api_keys: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    watch: bool = False
+    report: Callable[[str], None] = _ignore
+    runs: set[ChatRun] = field(default_factory=set)
+    models: ModelPool | None = None
+
+    def track(self, run: ChatRun) -> None:
+        """Remember a started run until its task ends (shutdown cancels what is left)."""
+        self.runs.add(run)
+        if run.task is not None:
+            run.task.add_done_callback(lambda _task: self.runs.discard(run))
+
+
+def _model_card(agent: ServedAgent) -> dict[str, Any]:
+    card: dict[str, Any] = {
+        "id": agent.name,
+        "object": "model",
+        "created": agent.created,
+        "owned_by": "runner",
+    }
+    if agent.spec.description:
+        card["description"] = agent.spec.description
+    return card
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    too_big = ApiError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+        raise too_big
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= limit:
+            parts.append(chunk)
+        elif size > _DRAIN_BYTES:
+            break
+    if size > limit:
+        raise too_big
+    return b"".join(parts)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client hangs up (the body has been read: nothing else can arrive)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _stream(run: ChatRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in stream_chunks(run.pieces(), writer):
+            yield encode(chunk)
+        yield DONE
+    finally:
+        if not run.delivered:  # the client went away: stop the agent and release its tools
+            run.cancel()
+            with anyio.CancelScope(shield=True):
+                await run.wait_closed()
+
+
+async def _complete(request: Request, run: ChatRun, model: str) -> Response:
+    collect = asyncio.create_task(collect_completion(run.pieces(), model=model))
+    gone = asyncio.create_task(_disconnected(request.receive))
+    try:
+        done, _ = await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not collect.done():
+            collect.cancel()
+            run.cancel()
+            with anyio.CancelScope(shield=True):
+                await run.wait_closed()
+    if collect not in done:
+        return Response(status_code=499)  # nobody is there to read it
+    return JSONResponse(collect.result())
+
+
+def create_app(
+    catalog: CatalogHolder | Catalog,
+    *,
+    config: SessionConfig,
+    api_keys: Sequence[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    watch: bool = False,
+    report: Callable[[str], None] = _ignore,
+) -> Starlette:
+    """The ASGI app serving ``catalog``'s agents; ``watch`` swaps in reloaded agent files."""
+    holder = catalog if isinstance(catalog, CatalogHolder) else CatalogHolder([], catalog)
+    state = ServeState(holder, config, tuple(k for k in api_keys if k), max_body_bytes, watch, report)
+    state.models = ModelPool(config)
+
+    def authorize(request: Request) -> None:
+        if not state.api_keys:
+            client = request.client
+            if client is not None and not is_loopback(client.host):
+                raise ApiError(
+                    401,
+                    "this server has no API keys and answers only loopback clients",
+                    code="invalid_api_key",
+                )
+            return
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        given = token.strip().encode()
+        matches = [hmac.compare_digest(given, key.encode()) for key in state.api_keys]
+        if scheme.lower() != "bearer" or not any(matches):
+            raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "models": len(holder.current.agents)})
+
+    async def list_models(request: Request) -> Response:
+        authorize(request)
+        cards = [_model_card(agent) for agent in holder.current.agents.values()]
+        return JSONResponse({"object": "list", "data": cards})
+
+    async def get_model(request: Request) -> Response:
+        authorize(request)
+        name = request.path_params["model_id"]
+        agent = holder.get(name)
+        if agent is None:
+            raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
+        return JSONResponse(_model_card(agent))
+
+    async def chat_completions(request: Request) -> Response:
+        authorize(request)
+        raw = await _read_body(request, state.max_body_bytes)
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(400, f"the request body is not valid JSON: {exc}", code="invalid_json") from None
+        chat = parse_chat_request(body)
+        agent = holder.get(chat.model)
+        if agent is None:
+            served = ", ".join(sorted(holder.current.agents)) or "none"
+            raise ApiError(
+                404,
+                f"The model '{chat.model}' does not exist (served: {served})",
+                param="model",
+                code="model_not_found",
+            )
+        conversation = parse_conversation(chat.messages)
+        options = RunOptions(params=model_params(agent.spec, chat), client_tools=list(chat.client_tools))
+        spec = lowered_spec(agent.spec, chat)
+        run = ChatRun(spec, conversation, options=options, config=state.config, models=state.models)
+        await run.start()
+        state.track(run)
+        if chat.stream:
+            writer = ChunkWriter(chat.model, include_usage=chat.include_usage)
+            return EventSourceResponse(_stream(run, writer), sep="\n")
+        return await _complete(request, run, chat.model)
+
+    async def api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        headers = {"www-authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return JSONResponse(
+            ApiError(exc.status_code, str(exc.detail), type=kind).body(), status_code=exc.status_code
+        )
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
+        return JSONResponse(error.body(), status_code=500)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        executor = ThreadPoolExecutor(max_workers=_TOOL_THREADS, thread_name_prefix="runner-tool")
+        asyncio.get_running_loop().set_default_executor(executor)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(holder.watch(stop=stop, report=state.report)) if state.watch else None
+        try:
+            yield
+        finally:
+            stop.set()
+            for run in list(state.runs):
+                run.cancel()
+            tasks = [run.task for run in state.runs if run.task is not None]
+            if watcher is not None:
+                tasks.append(watcher)
+            if tasks:
+                await asyncio.wait(tasks, timeout=10)
+            if state.models is not None:
+                await state.models.aclose()
+            executor.shutdown(wait=False)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: server_error},
+    )
+    app.state.serve = state
+    return app

@@ -1,0 +1,122 @@
+"""Which agents ``runner serve`` offers: every agent file under the given paths, one model per agent.
+
+A path is a file or a folder searched recursively for ``.yaml``/``.yml`` (hidden folders,
+virtual environments and dependencies skipped). A file that is not a valid agent file is skipped
+with one warning line; each member of a team file is a model of its own. The model id is the
+agent's name; when two files define the same name, the first one (in path order) is served.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import ConfigError, ConfigErrors
+from runner.spec.agentfile import AGENT_SUFFIXES, check_file, load_file, spec_from_file
+from runner.spec.model import AgentSpec
+
+__all__ = ["Catalog", "ServedAgent", "find_agent_files", "load_catalog"]
+
+#: Folders a directory search never enters (environments, dependencies, caches).
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+
+
+@dataclass(frozen=True)
+class ServedAgent:
+    """One model of the server: the agent's name, its spec and the file it came from."""
+
+    name: str
+    spec: AgentSpec
+    path: Path
+    created: int
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The agents found, every agent file looked at (valid or not), and what went wrong."""
+
+    agents: dict[str, ServedAgent] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()
+    #: The error of each file that was skipped, one line each.
+    failures: dict[Path, str] = field(default_factory=dict)
+    #: Other warnings: missing paths, duplicate names.
+    warnings: tuple[str, ...] = ()
+
+    def get(self, name: str) -> ServedAgent | None:
+        """The agent served as model ``name``."""
+        return self.agents.get(name)
+
+    def problems(self) -> list[str]:
+        """Every warning line, skipped files first."""
+        return [f"skipped {error}" for error in self.failures.values()] + list(self.warnings)
+
+
+def _searched(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix in AGENT_SUFFIXES
+        and not any(part.startswith(".") or part in SKIPPED_DIRS for part in p.relative_to(folder).parts)
+        and p.is_file()
+    )
+
+
+def find_agent_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """The YAML files under ``paths`` (folders searched recursively) and the paths that do not exist."""
+    files: list[Path] = []
+    missing: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found = _searched(path)
+            if not found:
+                missing.append(f"{path}: no .yaml or .yml files in this folder")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            missing.append(f"{path}: no such file or folder")
+    unique = list(dict.fromkeys(p.resolve() for p in files))
+    return unique, missing
+
+
+def _first_error(path: Path, errors: Sequence[ConfigError]) -> str:
+    """One line: the first error with its location (the file's path when it has none), and a count."""
+    first = errors[0]
+    text = str(first) if first.file else f"{path}: {first}"
+    return text + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[ServedAgent]:
+    """The agents of one file (a team gives one per member); raises ``ConfigError`` when invalid."""
+    errors = check_file(path, env=env)
+    if errors:
+        raise ConfigErrors(errors)
+    agent_file = load_file(path, env=env)
+    try:
+        created = int(path.stat().st_mtime)
+    except OSError:
+        created = int(time.time())
+    return [ServedAgent(name, spec_from_file(agent_file, name), path, created) for name in agent_file.names]
+
+
+def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None) -> Catalog:
+    """Find and load every agent under ``paths``; invalid files are skipped with their error."""
+    files, warnings = find_agent_files(paths)
+    agents: dict[str, ServedAgent] = {}
+    failures: dict[Path, str] = {}
+    for path in files:
+        try:
+            found = load_agents(path, env=env)
+        except ConfigError as exc:
+            failures[path] = _first_error(path, list(exc) if isinstance(exc, ConfigErrors) else [exc])
+            continue
+        for agent in found:
+            if agent.name in agents:
+                warnings.append(
+                    f"{path}: agent '{agent.name}' is already served from {agents[agent.name].path}; skipped"
+                )
+                continue
+            agents[agent.name] = agent
+    return Catalog(agents=agents, files=tuple(files), failures=failures, warnings=tuple(warnings))

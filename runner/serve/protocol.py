@@ -1,0 +1,251 @@
+"""The chat-completions request body: parsing, validation and OpenAI-shaped errors.
+
+Only what the runner acts on is read; other fields OpenAI clients send (``top_p``, ``user``,
+``metadata``, ...) are accepted and ignored. Per-request parameters can only lower what the agent
+file allows (SPEC section 15): ``max_tokens`` and ``temperature`` are capped by the agent's
+``model:`` values, and the optional ``limits`` object (``max_steps``, ``max_tool_calls``,
+``timeout_s``; the openai SDK sends it with ``extra_body``) by the agent's ``limits:``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.spec.model import AgentSpec
+
+__all__ = ["ApiError", "ChatRequest", "lowered_spec", "model_params", "parse_chat_request"]
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+LIMIT_FIELDS = ("max_steps", "max_tool_calls", "timeout_s")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ApiError(Exception):
+    """An error answered in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of the error response."""
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A validated ``POST /v1/chat/completions`` body."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    stream: bool = False
+    include_usage: bool = False
+    client_tools: list[dict[str, Any]] = field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    limits: dict[str, float] = field(default_factory=dict)
+
+
+def _bad(message: str, param: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param)
+
+
+def _number(body: dict[str, Any], key: str, *, low: float, high: float | None = None) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _bad(f"'{key}' must be a number", key)
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+        raise _bad(f"'{key}' must be {bounds}", key)
+    return float(value)
+
+
+def _positive_int(value: Any, param: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _bad(f"'{param}' must be a positive integer", param)
+    return value
+
+
+def _check_content(content: Any, param: str, *, required: bool) -> None:
+    if content is None:
+        if required:
+            raise _bad(f"'{param}' is required", param)
+        return
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _bad(f"'{param}' must be a string or a list of content parts", param)
+    for index, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise _bad(f"'{param}[{index}]' must be a content part with a 'type'", f"{param}[{index}]")
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            raise _bad(f"'{param}[{index}].text' must be a string", f"{param}[{index}].text")
+
+
+def _check_tool_calls(calls: Any, param: str) -> None:
+    if not isinstance(calls, list):
+        raise _bad(f"'{param}' must be a list", param)
+    for index, call in enumerate(calls):
+        where = f"{param}[{index}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("id"), str)
+            or not call["id"]
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments", ""), str)
+        ):
+            raise _bad(f"'{where}' must be {{id, type: function, function: {{name, arguments}}}}", where)
+
+
+def _check_messages(messages: Any) -> list[dict[str, Any]]:
+    if messages is None:
+        raise _bad("'messages' is required", "messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("'messages' must be a non-empty list", "messages")
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise _bad(f"'{where}' must be an object", where)
+        role = message.get("role")
+        if role not in ROLES:
+            raise _bad(f"'{where}.role' must be one of {', '.join(ROLES)}", f"{where}.role")
+        has_calls = role == "assistant" and message.get("tool_calls")
+        _check_content(message.get("content"), f"{where}.content", required=role != "assistant")
+        if has_calls:
+            _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
+        if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+            raise _bad(f"'{where}.tool_call_id' is required", f"{where}.tool_call_id")
+    return messages
+
+
+def _check_tools(tools: Any, tool_choice: Any) -> list[dict[str, Any]]:
+    if tools is None or tool_choice == "none":
+        return []
+    if not isinstance(tools, list):
+        raise _bad("'tools' must be a list", "tools")
+    specs: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}]"
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type", "function") != "function"
+            or not isinstance(function, dict)
+        ):
+            raise _bad(f"'{where}' must be {{type: function, function: {{name, ...}}}}", where)
+        name = function.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise _bad(f"'{where}.function.name' must match [A-Za-z0-9_-]{{1,64}}", f"{where}.function.name")
+        if name in seen:
+            raise _bad(f"'{where}.function.name': two tools are named '{name}'", f"{where}.function.name")
+        seen.add(name)
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(parameters, dict):
+            raise _bad(f"'{where}.function.parameters' must be a JSON Schema object", f"{where}.function")
+        spec: dict[str, Any] = {"name": name, "parameters": parameters}
+        if isinstance(function.get("description"), str):
+            spec["description"] = function["description"]
+        specs.append({"type": "function", "function": spec})
+    return specs
+
+
+def _check_limits(value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad("'limits' must be an object", "limits")
+    limits: dict[str, float] = {}
+    for key, item in value.items():
+        if key not in LIMIT_FIELDS:
+            raise _bad(
+                f"'limits.{key}' is not a limit a request can set ({', '.join(LIMIT_FIELDS)})", "limits"
+            )
+        if key == "timeout_s":
+            if isinstance(item, bool) or not isinstance(item, int | float) or not 0 < item < math.inf:
+                raise _bad("'limits.timeout_s' must be a positive number of seconds", "limits.timeout_s")
+            limits[key] = float(item)
+        else:
+            limits[key] = _positive_int(item, f"limits.{key}")
+    return limits
+
+
+def parse_chat_request(body: Any) -> ChatRequest:
+    """Validate a decoded JSON body; raise ``ApiError`` (400) naming the first bad field."""
+    if not isinstance(body, dict):
+        raise _bad("the request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("'model' is required", "model")
+    messages = _check_messages(body.get("messages"))
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise _bad("'stream' must be a boolean", "stream")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise _bad("'stream_options' must be an object", "stream_options")
+    n = body.get("n")
+    if n is not None and n != 1:
+        raise _bad("'n' must be 1: an agent gives one answer", "n")
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    return ChatRequest(
+        model=model,
+        messages=messages,
+        stream=bool(stream),
+        include_usage=bool((options or {}).get("include_usage")),
+        client_tools=_check_tools(body.get("tools"), body.get("tool_choice")),
+        temperature=_number(body, "temperature", low=0.0, high=2.0),
+        max_tokens=None if max_tokens is None else _positive_int(max_tokens, "max_tokens"),
+        limits=_check_limits(body.get("limits")),
+    )
+
+
+def _lower(agent: float | None, request: float | None) -> float | None:
+    if request is None:
+        return agent
+    return request if agent is None else min(agent, request)
+
+
+def model_params(spec: AgentSpec, request: ChatRequest) -> dict[str, Any]:
+    """The request's ``temperature`` and ``max_tokens``, never above the agent's own values."""
+    params: dict[str, Any] = {}
+    model = spec.model
+    temperature = _lower(model.temperature if model else None, request.temperature)
+    if request.temperature is not None and temperature is not None:
+        params["temperature"] = temperature
+    max_tokens = _lower(model.max_tokens if model else None, request.max_tokens)
+    if request.max_tokens is not None and max_tokens is not None:
+        params["max_tokens"] = int(max_tokens)
+    return params
+
+
+def lowered_spec(spec: AgentSpec, request: ChatRequest) -> AgentSpec:
+    """``spec`` with the request's limits applied where they are lower than the agent's."""
+    if not request.limits:
+        return spec
+    limits = spec.limits
+    changes: dict[str, Any] = {}
+    for key, value in request.limits.items():
+        lowered = _lower(getattr(limits, key), value)
+        changes[key] = int(lowered) if key != "timeout_s" and lowered is not None else lowered
+    return dataclasses.replace(spec, limits=dataclasses.replace(limits, **changes))
