@@ -36,6 +36,7 @@ from runner.loop.events import (
 from runner.loop.hooks import ChainOutcome, HookEvent, HookRunner
 from runner.loop.limits import Budget, RepeatGuard
 from runner.loop.prompts import PromptRenderer
+from runner.models.factory import model_params
 from runner.models.base import (
     Completed,
     Model,
@@ -643,7 +644,7 @@ class Session:
         status = self.renderer.status(self._input)
         if status is not None:
             messages.append(status)
-        params = dict(self.options.params)
+        params = {**model_params(self.spec.model), **self.options.params}
         tools = [*(self._tools or ()), *self._client_specs] if self._client_specs else self._tools
         return Request(
             model=self.model.name, messages=messages, tools=tools, params=params, stream=self.stream

@@ -50,6 +50,19 @@ def make_model(spec: ModelSpec, *, fast_path: bool = True, backoff_s: float = 0.
     return ResilientModel(primary, fallbacks, retries=spec.retries, backoff_s=backoff_s)
 
 
+def model_params(spec: ModelSpec | None) -> dict[str, Any]:
+    """The request parameters an agent's ``model:`` asks for: temperature, max_tokens, then ``params``."""
+    params: dict[str, Any] = {}
+    if spec is None:
+        return params
+    if spec.temperature is not None:
+        params["temperature"] = spec.temperature
+    if spec.max_tokens is not None:
+        params["max_tokens"] = spec.max_tokens
+    params.update(spec.params)
+    return params
+
+
 def build_request(
     spec: ModelSpec,
     messages: list[dict[str, Any]],
@@ -58,12 +71,7 @@ def build_request(
     stream: bool | None = None,
 ) -> Request:
     """A request with the spec's temperature, max_tokens, timeout and ``params`` (which win)."""
-    params: dict[str, Any] = {"timeout": spec.timeout_s}
-    if spec.temperature is not None:
-        params["temperature"] = spec.temperature
-    if spec.max_tokens is not None:
-        params["max_tokens"] = spec.max_tokens
-    params.update(spec.params)
+    params: dict[str, Any] = {"timeout": spec.timeout_s, **model_params(spec)}
     return Request(
         model=spec.id,
         messages=messages,
