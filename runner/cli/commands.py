@@ -98,22 +98,26 @@ def run_render(
     ref: str, *, input: str, variables: Mapping[str, Any], agent_name: str | None, json_output: bool
 ) -> None:
     """Print the first request an agent would send, without calling a model."""
-    from runner.loop.prompts import PromptRenderer
+    import asyncio
+
+    from runner.loop.runtime import first_request
 
     spec = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
-    renderer = PromptRenderer(spec, variables=variables)
-    messages = [m for m in (renderer.system(input), renderer.user(input), renderer.status(input)) if m]
-    model = spec.model.id if spec.model else None
+    _, config = _session_config(None)
+    request = asyncio.run(first_request(spec, input=input, variables=dict(variables), config=config))
     if json_output:
-        typer.echo(json.dumps({"model": model, "messages": messages}, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(request, indent=2, ensure_ascii=False))
         return
     typer.echo(f"# agent: {spec.name} ({display_path(str(spec.path))})")
-    typer.echo(f"# model: {model or '(none: set model: in the file or RUNNER_DEFAULT_MODEL)'}")
-    sources = ", ".join(s.label for s in spec.tools) or "none"
-    typer.echo(f"# tool sources: {sources}")
-    for message in messages:
+    typer.echo(f"# model: {request['model']}")
+    typer.echo(f"# function calling: {request['mode']} ({request['mode_why']})")
+    for message in request["messages"]:
         typer.echo(f"--- {message['role']} ---")
         typer.echo(message["content"])
+    tools = request["tools"] or []
+    typer.echo(f"--- tools ({len(tools)}) ---")
+    for tool in tools:
+        typer.echo(json.dumps(tool, ensure_ascii=False))
 
 
 def _session_config(model: str | None) -> Any:

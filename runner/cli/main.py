@@ -64,6 +64,10 @@ def handles_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (`runner render ... | head`): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0) from None
         except RunnerError as exc:
             if debug_enabled():
                 raise

@@ -61,3 +61,14 @@ class PromptRenderer:
         if self.spec.prompts.status is None:
             return None
         return {"role": "user", "content": self._render(self.spec.prompts.status, input)}
+
+
+def compose_system(
+    system: dict[str, Any] | None, instructions: list[str], section: str | None
+) -> dict[str, Any] | None:
+    """The system message: the agent's prompt, then server instructions, then the mode's tool section."""
+    extra = instructions + ([section] if section else [])
+    if not extra:
+        return system
+    text = "\n\n".join(([system["content"]] if system else []) + extra)
+    return {"role": "system", "content": text}

@@ -16,6 +16,7 @@ from typing import Any
 from runner import __version__
 from runner.errors import ConfigError, ConfigErrors
 from runner.loop.events import EventSink, Note
+from runner.loop.modes import Mode
 from runner.loop.prompts import PromptRenderer
 from runner.loop.reload import SourcePool, describe_changes, registry_of
 from runner.loop.session import PreparedReload, RunOptions, Session
@@ -72,23 +73,13 @@ def resolve_model_spec(spec: AgentSpec, config: SessionConfig) -> ModelSpec:
     )
 
 
-def check_function_calling(spec: AgentSpec, model: Model, registry: ToolRegistry) -> None:
-    """Until the non-native modes land, refuse an agent whose tools the model cannot call natively."""
-    if not len(registry):
-        return
-    mode = spec.function_calling
-    if mode in ("prompt", "inline"):
-        raise ConfigError(
-            f"function_calling: {mode} is not available in this version; use native or auto",
-            file=str(spec.path),
-        )
-    if mode == "auto" and model.supports_tools is False:
-        raise ConfigError(
-            f"model {model.name} does not support native tool calling (litellm's model information), "
-            "and the prompt and inline modes are not available in this version",
-            file=str(spec.path),
-            hint="set function_calling: native to try anyway, or choose a model with tool calling",
-        )
+def select_mode(spec: AgentSpec, model: Model, registry: ToolRegistry) -> Mode:
+    """The function-calling mode of this session (SPEC section 8), checked."""
+    from runner.loop.modes import check_mode, choose_mode
+
+    mode = choose_mode(spec, model, registry.specs())
+    check_mode(mode, spec)
+    return mode
 
 
 def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErrors:
@@ -175,7 +166,7 @@ class Reloader:
             from runner.models.factory import make_model
 
             model = make_model(resolve_model_spec(spec, self.config), fast_path=self.config.fast_path)
-        check_function_calling(spec, model or session.model, registry)
+        mode = select_mode(spec, model or session.model, registry)
         renderer = PromptRenderer(
             spec, variables=self.options.variables, tools=tool_list(registry), clock=self.clock
         )
@@ -187,6 +178,7 @@ class Reloader:
             renderer=renderer,
             model=model,
             changes=describe_changes(session.spec, spec, session.registry, registry),
+            mode=mode,
         )
 
 
@@ -273,7 +265,7 @@ async def open_session(
         )
         if failures:
             raise _failures_error(spec, failures)
-        check_function_calling(spec, model, registry)
+        mode = select_mode(spec, model, registry)
         session_id = resume.session_id if resume is not None else new_session_id()
         transcript = None
         if config.write_transcript:
@@ -305,7 +297,16 @@ async def open_session(
             sink=sink,
             options=options,
             instructions=instructions,
+            mode=mode,
         )
+        if mode.kind == "prompt" and spec.selector.model and config.replay is None:
+            from runner.models.factory import make_model
+
+            session.selector_model = make_model(
+                replace(resolve_model_spec(spec, config), id=spec.selector.model, fallbacks=()),
+                fast_path=config.fast_path,
+            )
+            stack.push_async_callback(session.selector_model.aclose)
         link.session = session
         session.reloader = Reloader(pool, config, link, options, sink, clock)
         if resume is not None:
@@ -321,3 +322,51 @@ async def open_session(
             yield session
         finally:
             await session.end()
+
+
+@dataclass(frozen=True)
+class _DescribedModel:
+    """Stands in for a model when only its capabilities matter (``runner render``): never called."""
+
+    name: str
+    supports_tools: bool | None
+
+
+def capabilities(spec: AgentSpec, config: SessionConfig) -> _DescribedModel:
+    """What ``auto`` needs to know about the agent's model, without a connection.
+
+    On the fast path (``openai/...`` with an ``api_base``) the server decides and litellm is not
+    imported; otherwise litellm's model information answers.
+    """
+    model = resolve_model_spec(spec, config)
+    if config.fast_path and model.api_base and model.id.startswith("openai/"):
+        return _DescribedModel(model.id, None)
+    if spec.function_calling != "auto":
+        return _DescribedModel(model.id, None)
+    from runner.models.litellm_model import supports_function_calling
+
+    return _DescribedModel(model.id, supports_function_calling(model.id))
+
+
+async def first_request(
+    spec: AgentSpec, *, input: str, variables: dict[str, Any], config: SessionConfig
+) -> dict[str, Any]:
+    """The exact first request of a session on ``input`` (sources opened, no model call, no hooks)."""
+    from runner.loop.prompts import compose_system
+
+    described = capabilities(spec, config)
+    async with AsyncExitStack() as stack:
+        registry, instructions, failures = await build_registry(spec, stack, config)
+        if failures:
+            raise _failures_error(spec, failures)
+        mode = select_mode(spec, described, registry)  # type: ignore[arg-type]
+        renderer = PromptRenderer(spec, variables=variables, tools=tool_list(registry))
+        system = compose_system(renderer.system(input), instructions, mode.system_section(registry.specs()))
+        messages = [m for m in (system, renderer.user(input), renderer.status(input)) if m]
+        return {
+            "model": described.name,
+            "mode": mode.kind,
+            "mode_why": mode.why,
+            "messages": messages,
+            "tools": mode.request_tools(registry.specs() or None),
+        }

@@ -35,8 +35,8 @@ from runner.loop.events import (
 )
 from runner.loop.hooks import ChainOutcome, HookEvent, HookRunner
 from runner.loop.limits import Budget, RepeatGuard
-from runner.loop.prompts import PromptRenderer
-from runner.models.factory import model_params
+from runner.loop.modes import Mode
+from runner.loop.prompts import PromptRenderer, compose_system
 from runner.models.base import (
     Completed,
     Model,
@@ -48,6 +48,7 @@ from runner.models.base import (
     ToolCall,
     ToolCallReady,
 )
+from runner.models.factory import model_params
 from runner.spec.model import AgentSpec
 from runner.store.transcript import TranscriptWriter
 from runner.tools.base import RunContext, Tool, ToolResult
@@ -109,6 +110,7 @@ class PreparedReload:
     renderer: PromptRenderer
     model: Model | None
     changes: str
+    mode: Mode | None = None
 
 
 @dataclass
@@ -141,8 +143,11 @@ class Session:
         sink: EventSink,
         options: RunOptions,
         instructions: list[str] | None = None,
+        mode: Mode | None = None,
     ) -> None:
         self.spec = spec
+        self.mode = mode or Mode("native", "function_calling: native")
+        self.selector_model: Model | None = None  # prompt mode: selector.model, when it names another
         self.session_id = session_id
         self.model = model
         self.registry = registry
@@ -363,6 +368,8 @@ class Session:
         self.permissions = Permissions(spec.permissions)
         self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
         self._repeat = RepeatGuard(spec.limits.max_repeat)
+        if prepared.mode is not None:
+            self.mode = prepared.mode
         if prepared.model is not None:
             old, self.model = self.model, prepared.model
             await old.aclose()
@@ -408,6 +415,10 @@ class Session:
         elif self.system is None:
             self._render_system(self._input)
         try:
+            if self.mode.kind == "prompt" and self._tools and state.stop is None and text is not None:
+                from runner.loop.selection import select_tools
+
+                await select_tools(self, state, text)
             await self._run_steps(state)
         except RunnerError as exc:
             self._finish_pending(state, f"Not executed: {exc.message}")
@@ -500,8 +511,7 @@ class Session:
         if not state.pending:
             return
         results = interrupted_results(state.pending, list(state.finished.values()), reason=reason)
-        for result in results:
-            self._append_result(result)
+        self._append_results(results)
         state.pending = []
 
     # ----------------------------------------------------------------- step
@@ -538,7 +548,7 @@ class Session:
             raise
         self.budget.add(reply.usage)
         self.sink(UsageUpdate(reply.usage, self.budget.usage))
-        message = reply.message()
+        message = self.mode.assistant_message(reply)
         if self.hooks.has("generation_post"):
             outcome = await self.hooks.run(
                 self._hook_event("generation_post", step=state.steps, message=message)
@@ -555,6 +565,9 @@ class Session:
         self.sink(AssistantMessage(message))
         state.output = reply.content or ""
         if not reply.tool_calls:
+            if self.mode.pending_errors() and state.stop is None:
+                self._append_results([])  # unreadable tool blocks: the model reads why and tries again
+                return
             state.stop = state.stop or "done"
             return
         for call in reply.tool_calls:
@@ -569,8 +582,7 @@ class Session:
             if call.name not in self._client_names
         ]
         results = await gather_in_order(tasks)
-        for result in results:
-            self._append_result(result)
+        self._append_results(results)
         # Calls of client tools stay unanswered: the turn ends and the caller sends their results.
         state.pending = [call for call in reply.tool_calls if call.name in self._client_names]
         if state.pending and state.stop is None:
@@ -585,19 +597,21 @@ class Session:
         semaphore: asyncio.Semaphore,
     ) -> Reply:
         if not self.stream:
-            reply = await self.model.complete(request)
+            reply = self.mode.finish(await self.model.complete(request))
             if reply.reasoning:
                 self.sink(ReasoningChunk(reply.reasoning))
             if reply.content:
                 self.sink(TextChunk(reply.content))
             return reply
-        events = self.model.stream(request)
+        inner = self.model.stream(request)
+        events = self.mode.wrap_stream(inner)
         try:
             return await self._consume(events, state, started, semaphore)
         finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            for stream in (events, inner):
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
 
     async def _consume(
         self,
@@ -646,6 +660,7 @@ class Session:
             messages.append(status)
         params = {**model_params(self.spec.model), **self.options.params}
         tools = [*(self._tools or ()), *self._client_specs] if self._client_specs else self._tools
+        tools = self.mode.request_tools(tools)
         return Request(
             model=self.model.name, messages=messages, tools=tools, params=params, stream=self.stream
         )
@@ -776,6 +791,27 @@ class Session:
     def _tool_message(self, call_id: str, content: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call_id, "content": content}
 
+    def sink_tool_finished(self, result: ToolResult) -> None:
+        """Report a result that is given back some other way (the prompt mode's context message)."""
+        if result.is_error:
+            self._errors.add(result.call_id)
+        self.sink(ToolFinished(result))
+
+    def append_context(self, content: str) -> None:
+        """Add a context message (the prompt mode's tool outputs) before the model answers."""
+        self._append({"role": "user", "content": content})
+
+    def _append_results(self, results: list[ToolResult]) -> None:
+        """Give results back the way the mode says: ``role: tool`` messages, or one user message."""
+        if self.mode.kind == "native":
+            for result in results:
+                self._append_result(result)
+            return
+        for result in results:
+            self.sink_tool_finished(result)
+        for message in self.mode.result_messages(results):
+            self._append(message)
+
     def _append_result(self, result: ToolResult) -> None:
         if result.is_error:
             self._errors.add(result.call_id)
@@ -791,10 +827,8 @@ class Session:
 
     def _render_system(self, first_input: str) -> None:
         self.first_input = first_input
-        system = self.renderer.system(first_input)
-        if self.instructions:
-            text = "\n\n".join(([system["content"]] if system else []) + self.instructions)
-            system = {"role": "system", "content": text}
+        section = self.mode.system_section(self._tools or [])
+        system = compose_system(self.renderer.system(first_input), self.instructions, section)
         self.system = system
         if system is not None and self.transcript is not None:
             self.transcript.prompt(system)
