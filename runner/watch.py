@@ -57,8 +57,10 @@ def watched_files(spec: AgentSpec) -> set[Path]:
     targets += [(h.value, h.base_dir) for chain in spec.hooks.values() for h in chain if h.kind == "python"]
     for target, base_dir in targets:
         path = _module_file(target, base_dir)
-        if path is not None and "site-packages" not in path.parts and (
-            path.is_relative_to(root) or path.is_relative_to(base_dir.resolve())
+        if (
+            path is not None
+            and "site-packages" not in path.parts
+            and (path.is_relative_to(root) or path.is_relative_to(base_dir.resolve()))
         ):
             files.add(path)
     return files

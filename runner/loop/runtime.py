@@ -338,7 +338,10 @@ def capabilities(spec: AgentSpec, config: SessionConfig) -> _DescribedModel:
     On the fast path (``openai/...`` with an ``api_base``) the server decides and litellm is not
     imported; otherwise litellm's model information answers.
     """
-    model = resolve_model_spec(spec, config)
+    try:
+        model = resolve_model_spec(spec, config)
+    except ConfigError:
+        return _DescribedModel("(none: set model: in the file, --model or RUNNER_DEFAULT_MODEL)", None)
     if config.fast_path and model.api_base and model.id.startswith("openai/"):
         return _DescribedModel(model.id, None)
     if spec.function_calling != "auto":

@@ -27,10 +27,11 @@ def test_render_prints_the_first_request_with_vars_and_input(
     result = cli("render", "weather.yaml", "-p", "Rain today?", "--var", "units=kelvin")
     assert result.exit_code == 0, result.output
     today = dt.date.today().isoformat()
-    assert result.output == (
+    head, tools = result.output.split("--- tools (1) ---\n")
+    assert head == (
         "# agent: weather (weather.yaml)\n"
         "# model: openai/gpt-4o-mini\n"
-        "# tool sources: weather\n"
+        "# function calling: native (auto: litellm lists openai/gpt-4o-mini as supporting function calling)\n"
         "--- system ---\n"
         "You are weather, a weather assistant for Vancouver.\n"
         f"Answer in kelvin units. Today is {today}.\n"
@@ -38,6 +39,7 @@ def test_render_prints_the_first_request_with_vars_and_input(
         "--- user ---\n"
         "Question: Rain today?\n"
     )
+    assert json.loads(tools)["function"]["name"] == "get_weather"
 
 
 def test_render_json_is_the_model_and_messages(
