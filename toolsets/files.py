@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
+from runner.tools.builtin import builtin_tool
 
 if TYPE_CHECKING:
     from runner.tools.builtin import ToolsetContext
@@ -93,14 +94,7 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
 def _tool(
     name: str, description: str, properties: dict[str, Any], required: list[str], call: ToolCallable
 ) -> Tool:
-    return Tool(
-        name=name,
-        description=description,
-        parameters={"type": "object", "properties": properties, "required": required},
-        source_kind="builtin",
-        source_id="files",
-        call=call,
-    )
+    return builtin_tool("files", name, description, properties, required, call)
 
 
 _PATH_NOTE = "Paths are relative to the workspace root ('.' is the root); nothing outside it is reachable."

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
+from runner.tools.builtin import builtin_tool
 
 if TYPE_CHECKING:
     from runner.tools.builtin import ToolsetContext
@@ -161,11 +162,4 @@ def _clean_text(value: Any) -> str:
 def _tool(
     name: str, description: str, properties: dict[str, Any], required: list[str], call: ToolCallable
 ) -> Tool:
-    return Tool(
-        name=name,
-        description=description,
-        parameters={"type": "object", "properties": properties, "required": required},
-        source_kind="builtin",
-        source_id="todo",
-        call=call,
-    )
+    return builtin_tool("todo", name, description, properties, required, call)

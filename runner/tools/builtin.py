@@ -28,7 +28,7 @@ from jsonschema.exceptions import ValidationError
 import toolsets
 from runner.errors import ConfigError, ConfigErrors
 from runner.spec.model import ToolSourceSpec
-from runner.tools.base import Tool
+from runner.tools.base import Tool, ToolCallable
 from runner.tools.sources import LoadedSource, SourceContext
 
 __all__ = ["ToolsetContext", "available_toolsets", "load_source", "load_toolset", "validate_options"]
@@ -172,3 +172,22 @@ def _describe(
 def _description(schema: dict[str, Any], key: str) -> str | None:
     prop = schema.get("properties", {}).get(key)
     return str(prop["description"]) if isinstance(prop, dict) and "description" in prop else None
+
+
+def builtin_tool(
+    toolset: str,
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    required: list[str],
+    call: ToolCallable,
+) -> Tool:
+    """A tool of a built-in toolset, with an object schema of ``properties``."""
+    return Tool(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": properties, "required": required},
+        source_kind="builtin",
+        source_id=toolset,
+        call=call,
+    )

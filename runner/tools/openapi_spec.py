@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from runner.errors import ConfigError
+from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS
 
 if TYPE_CHECKING:
     from runner.spec.model import ToolSourceSpec
@@ -37,22 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["OpenApiDocument", "SchemaResolver", "is_url", "load_document", "openapi_error", "parse_document"]
 
 _ACCEPT = "application/json, application/yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5"
-_SUBSCHEMA_KEYS = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "not",
-        "contains",
-        "propertyNames",
-        "if",
-        "then",
-        "else",
-        "additionalItems",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    }
-)
-_SUBSCHEMA_LIST_KEYS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SUBSCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _SKIPPED_KEYS = frozenset({"$defs", "definitions"})  # reached through references, never inlined whole
 _MAX_DEPTH = 24  # references expanded along one path
@@ -208,7 +193,7 @@ class SchemaResolver:
         for key, value in node.items():
             if key in _SKIPPED_KEYS:
                 continue
-            if key in _SUBSCHEMA_KEYS or (key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list)):
+            if key in SUBSCHEMA_KEYS or (key in SUBSCHEMA_LIST_KEYS and isinstance(value, list)):
                 out[key] = self._walk(value, stack)
             elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, Mapping):
                 out[key] = {name: self._walk(sub, stack) for name, sub in value.items()}

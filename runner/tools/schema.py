@@ -55,7 +55,8 @@ _DROPPED_KEYS = frozenset(
         "discriminator",
     }
 )
-_SCHEMA_KEYS = frozenset(
+#: Keywords whose value is one subschema (JSON Schema 2020-12 and earlier drafts).
+SUBSCHEMA_KEYS = frozenset(
     {
         "items",
         "additionalProperties",
@@ -71,7 +72,8 @@ _SCHEMA_KEYS = frozenset(
     }
 )
 _SCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-_SCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+#: Keywords whose value is a list of subschemas.
+SUBSCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 _NULL_SCHEMA = {"type": "null"}
 _MAX_REF_DEPTH = 32  # nested references expanded along one path; deeper ones become placeholders
@@ -125,7 +127,7 @@ class _Inliner:
         for key, value in node.items():
             if key in ("$defs", "definitions"):
                 continue  # every local reference into them is inlined
-            if key in _SCHEMA_KEYS or key in _SCHEMA_LIST_KEYS:
+            if key in SUBSCHEMA_KEYS or key in SUBSCHEMA_LIST_KEYS:
                 out[key] = self.walk(value, stack)
             elif key in _SCHEMA_MAP_KEYS and isinstance(value, Mapping):
                 out[key] = {name: self.walk(sub, stack) for name, sub in value.items()}
@@ -179,9 +181,9 @@ def _clean(node: Mapping[str, Any], *, is_property: bool) -> dict[str, Any]:
         elif key == "enum" and isinstance(value, list):
             members = [member for member in value if member is not None]
             out[key] = members or value
-        elif key in _SCHEMA_KEYS:
+        elif key in SUBSCHEMA_KEYS:
             out[key] = _clean(value, is_property=False) if isinstance(value, Mapping) else value
-        elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
+        elif key in SUBSCHEMA_LIST_KEYS and isinstance(value, list):
             out[key] = [
                 _clean(item, is_property=False) if isinstance(item, Mapping) else item for item in value
             ]
