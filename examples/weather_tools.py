@@ -32,5 +32,7 @@ def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> F
         raise ValueError(f"no weather data for {city!r}; known cities: {', '.join(sorted(_CITIES))}")
     celsius, conditions = known
     if units == "imperial":
-        return Forecast(city=city, temperature=round(celsius * 9 / 5 + 32, 1), units="°F", conditions=conditions)
+        return Forecast(
+            city=city, temperature=round(celsius * 9 / 5 + 32, 1), units="°F", conditions=conditions
+        )
     return Forecast(city=city, temperature=celsius, units="°C", conditions=conditions)

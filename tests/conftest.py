@@ -85,7 +85,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"{len(problems)} transcript record(s) violate transcript.schema.json:", red=True)
+            reporter.write_line(
+                f"{len(problems)} transcript record(s) violate transcript.schema.json:", red=True
+            )
             for problem in problems[:20]:
                 reporter.write_line("  " + problem, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -20,7 +20,18 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     dist = tmp / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -31,7 +42,9 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = Path(
         subprocess.run(
             [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
     )
     # Dependencies only: a .pth line adds the directory without running the .pth files in it,
@@ -56,7 +69,10 @@ def _run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
 def test_wheel_runs_schema_and_validates_packaged_agent(installed_wheel: Path, tmp_path: Path) -> None:
     located = subprocess.run(
         [str(installed_wheel / "bin" / "python"), "-c", "import runner; print(runner.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert str(installed_wheel) in located, located  # the wheel's copy, not the checkout
 
@@ -77,5 +93,8 @@ def test_wheel_rejects_invalid_file_with_location(installed_wheel: Path, tmp_pat
     bad.write_text("version: 1\nname: x\nlimits: {max_stepz: 3}\n")
     result = _run(installed_wheel, "validate", str(bad), cwd=tmp_path)
     assert result.returncode == 2
-    assert "bad.yaml:3:10: limits.max_stepz: unknown key 'max_stepz' (did you mean 'max_steps'?)" in result.stderr
+    assert (
+        "bad.yaml:3:10: limits.max_stepz: unknown key 'max_stepz' (did you mean 'max_steps'?)"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr

@@ -15,7 +15,9 @@ HEAVY = ("litellm", "httpx", "mcp", "starlette", "openai", "pydantic", "uvicorn"
 def _imported_modules(*args: str) -> set[str]:
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "runner", *args],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode in (0, 2), result.stderr[-2000:]
     names = set()

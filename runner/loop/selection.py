@@ -68,7 +68,7 @@ async def select_tools(session: Session, state: _TurnState, text: str) -> None:
         calls = selection.tool_calls()
         if not calls:
             break
-        tasks = [asyncio.create_task(session._execute(call, state, semaphore)) for call in calls]
+        tasks = [asyncio.create_task(session.gate.execute(call, state, semaphore)) for call in calls]
         for call, result in zip(calls, await gather_in_order(tasks), strict=True):
             arguments, _ = parse_arguments(call.arguments)
             executed.append((result.name, arguments, result.content, result.is_error))

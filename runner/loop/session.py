@@ -29,7 +29,6 @@ from runner.loop.events import (
     StepStarted,
     TextChunk,
     ToolFinished,
-    ToolStarted,
     TurnEnded,
     UsageUpdate,
 )
@@ -37,6 +36,7 @@ from runner.loop.hooks import ChainOutcome, HookEvent, HookRunner
 from runner.loop.limits import Budget, RepeatGuard
 from runner.loop.modes import Mode
 from runner.loop.prompts import PromptRenderer, compose_system
+from runner.loop.toolcalls import NOTE_PREFIX, ToolGate
 from runner.models.base import (
     Completed,
     Model,
@@ -52,7 +52,7 @@ from runner.models.factory import model_params
 from runner.spec.model import AgentSpec
 from runner.store.transcript import TranscriptWriter
 from runner.tools.base import RunContext, Tool, ToolResult
-from runner.tools.executor import CallDecision, execute_one, gather_in_order, interrupted_results
+from runner.tools.executor import gather_in_order, interrupted_results
 from runner.tools.permissions import Permissions
 from runner.tools.registry import ToolRegistry
 
@@ -62,7 +62,6 @@ StopReason = Literal[
 ConfirmAnswer = Literal["yes", "no", "always"]
 ConfirmFn = Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]
 
-NOTE_PREFIX = "[runner] "
 
 #: The transcript event that records each way a turn can stop early (SPEC section 12).
 _STOP_EVENTS: dict[str, str] = {
@@ -147,6 +146,7 @@ class Session:
     ) -> None:
         self.spec = spec
         self.mode = mode or Mode("native", "function_calling: native")
+        self.gate = ToolGate(self)
         self.selector_model: Model | None = None  # prompt mode: selector.model, when it names another
         self.session_id = session_id
         self.model = model
@@ -577,7 +577,7 @@ class Session:
             self._finish_pending(state, f"Not executed: {state.stop_note}.")
             return
         tasks = [
-            started.get(call.id) or asyncio.create_task(self._execute(call, state, semaphore))
+            started.get(call.id) or asyncio.create_task(self.gate.execute(call, state, semaphore))
             for call in reply.tool_calls
             if call.name not in self._client_names
         ]
@@ -629,7 +629,9 @@ class Session:
                     # On record before it runs: a kill -9 before the reply is complete must not hide
                     # a tool that ran (a resume answers the call; see Transcript.history).
                     self._event("tool_start", call=event.call.message())
-                    started[event.call.id] = asyncio.create_task(self._execute(event.call, state, semaphore))
+                    started[event.call.id] = asyncio.create_task(
+                        self.gate.execute(event.call, state, semaphore)
+                    )
                     state.started.append(event.call)
             elif isinstance(event, ReasoningDelta):
                 self.sink(ReasoningChunk(event.text))
@@ -666,127 +668,6 @@ class Session:
         )
 
     # ----------------------------------------------------------------- tools
-
-    async def _execute(self, call: ToolCall, state: _TurnState, semaphore: asyncio.Semaphore) -> ToolResult:
-        async def before(c: Any, tool: Tool, arguments: dict[str, Any]) -> CallDecision | None:
-            return await self._before_tool(call, tool, arguments, state)
-
-        async def after(c: Any, tool: Tool, result: ToolResult) -> ToolResult | str | None:
-            return await self._after_tool(call, result, state)
-
-        result = await execute_one(
-            call,
-            self.registry,
-            self.tool_ctx,
-            default_timeout_s=self.limits.tool_timeout_s,
-            output_chars=self.limits.tool_output_chars,
-            before=before,
-            after=after,
-            semaphore=semaphore,
-        )
-        state.finished[call.id] = result
-        if result.is_error and call.id not in state.warned:
-            self._errors.add(call.id)
-        return result
-
-    async def _before_tool(
-        self, call: ToolCall, tool: Tool, arguments: dict[str, Any], state: _TurnState
-    ) -> CallDecision | None:
-        self.budget.tool_calls += 1
-        if self.budget.tool_calls > self.limits.max_tool_calls:
-            note = f"the session reached limits.max_tool_calls ({self.limits.max_tool_calls})"
-            state.stop, state.stop_note = "limit", note
-            state.limit = LimitReached(note, limit="max_tool_calls")
-            return CallDecision.deny(f"Not executed: {note}.")
-        verdict, count = self._repeat.observe(tool.name, arguments)
-        if verdict == "stop":
-            note = f"{tool.name} was called {count} times with the same arguments (limits.max_repeat)"
-            state.stop, state.stop_note = "repeat", note
-            state.limit = LimitReached(note, limit="max_repeat")
-            return CallDecision.deny(f"Not executed: {note}; the turn stops.")
-        if verdict == "warn":
-            state.warned[call.id] = count
-        decision = await self._permission(tool, arguments, state)
-        if decision is not None:
-            return decision
-        if self.hooks.has("tool_pre"):
-            event = self._hook_event(
-                "tool_pre",
-                step=state.steps,
-                tool_call={"id": call.id, "name": tool.name, "arguments": arguments},
-            )
-            outcome = await self.hooks.run(event)
-            if outcome.stop and not outcome.deny:
-                state.stop, state.stop_note = "hook", outcome.reason or "a tool_pre hook stopped the turn"
-            if outcome.deny:
-                if outcome.stop or "required hook failed" in (outcome.reason or ""):
-                    state.stop = state.stop or "hook"
-                    state.stop_note = state.stop_note or outcome.reason
-                return CallDecision.deny(f"Denied by a hook: {outcome.reason or 'no reason given'}")
-            if outcome.arguments is not None:
-                arguments = outcome.arguments
-                self.sink(ToolStarted(call.id, tool.name, arguments))
-                return CallDecision.replace(arguments)
-        self.sink(ToolStarted(call.id, tool.name, arguments))
-        return None
-
-    async def _permission(
-        self, tool: Tool, arguments: dict[str, Any], state: _TurnState
-    ) -> CallDecision | None:
-        match = self.permissions.check(tool.name, arguments) if self.permissions else None
-        verdict = match.verdict if match is not None else None
-        if verdict == "deny":
-            assert match is not None
-            return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'.")
-        if verdict == "allow" or not (verdict == "ask" or tool.confirm):
-            return None
-        if self.options.assume_yes or tool.name in self.always_allowed:
-            return None
-        if self.options.confirm is None:
-            return CallDecision.deny(
-                f"Refused: {tool.name} needs the user's confirmation and this run is not interactive "
-                "(run with --yes to allow it)."
-            )
-        # One question at a time (calls of a message run concurrently); a "no" ends the turn, so
-        # the calls still waiting are not asked, and an "always" answers them.
-        async with self._confirming:
-            if state.stop == "declined":
-                return CallDecision.deny(f"Not executed: {state.stop_note}.")
-            if tool.name in self.always_allowed:
-                return None
-            answer = await self.options.confirm(tool, arguments)
-            if answer == "always":
-                self.always_allowed.add(tool.name)
-                return None
-            if answer == "yes":
-                return None
-            state.stop, state.stop_note = "declined", f"the user declined {tool.name}"
-            return CallDecision.deny("The user declined this tool call.")
-
-    async def _after_tool(
-        self, call: ToolCall, result: ToolResult, state: _TurnState
-    ) -> ToolResult | str | None:
-        content = result.content
-        if self.hooks.has("tool_post"):
-            event = self._hook_event(
-                "tool_post",
-                step=state.steps,
-                tool_call={"id": call.id, "name": result.name, "arguments": result.arguments or {}},
-                output=content,
-                is_error=result.is_error,
-            )
-            outcome = await self.hooks.run(event)
-            if outcome.output is not None:
-                content = outcome.output
-            if outcome.stop:
-                state.stop, state.stop_note = "hook", outcome.reason or "a tool_post hook stopped the turn"
-        count = state.warned.get(call.id)
-        if count is not None:
-            content += (
-                f"\n\n{NOTE_PREFIX}You have called {result.name} {count} times with the same arguments in "
-                "this turn. Change course: use the results you have, or try something different."
-            )
-        return content if content != result.content else None
 
     def _tool_message(self, call_id: str, content: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call_id, "content": content}

@@ -27,18 +27,33 @@ class Cli:
     env: dict[str, str]
 
     def __call__(
-        self, *args: str, input: str | None = None, timeout: float = 60, extra_env: dict[str, str] | None = None
+        self,
+        *args: str,
+        input: str | None = None,
+        timeout: float = 60,
+        extra_env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         env = {**self.env, **(extra_env or {})}
         return subprocess.run(
-            [RUNNER, *args], cwd=self.cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout
+            [RUNNER, *args],
+            cwd=self.cwd,
+            env=env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         env = {**self.env, **(extra_env or {})}
         return subprocess.Popen(
-            [RUNNER, *args], cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [RUNNER, *args],
+            cwd=self.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def transcripts(self) -> list[Path]:

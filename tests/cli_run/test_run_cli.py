@@ -1,4 +1,4 @@
-"""`runner run` end to end: the installed command, through the fast path and litellm, against a scripted server."""
+"""`runner run` end to end: the installed command, fast path and litellm, against a scripted server."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def test_weather_example_answers_and_writes_transcript(cli: Cli, serve: Any) -> 
             {"content": "11 °C and light rain in Vancouver."},
         ]
     )
-    result = cli("run", WEATHER, "-p", "Weather in Vancouver?", extra_env={"OPENAI_BASE_URL": server.base_url})
+    result = cli(
+        "run", WEATHER, "-p", "Weather in Vancouver?", extra_env={"OPENAI_BASE_URL": server.base_url}
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "11 °C and light rain in Vancouver."
     assert "→ get_weather" in result.stderr and "usage:" in result.stderr
@@ -107,7 +109,9 @@ def test_server_errors_are_retried_then_recover(cli: Cli, serve: Any, tmp_path: 
     assert len(server.requests) == 2
 
 
-def test_unrecoverable_model_error_exits_1_then_resume_continues(cli: Cli, serve: Any, tmp_path: Path) -> None:
+def test_unrecoverable_model_error_exits_1_then_resume_continues(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
     failing = serve([{"status": 429, "error": "slow down"}], repeat=True)
     agent = write_agent(tmp_path / "a", agent_yaml(failing.base_url), tools=TOOLS)
     result = cli("run", str(agent), "-p", "what is 2+2?")
@@ -166,7 +170,9 @@ def test_kill_9_mid_turn_then_resume_loses_nothing(cli: Cli, serve: Any, tmp_pat
     assert resumed.stdout.strip() == "sorry, that took too long"
 
 
-def test_ctrl_c_during_a_tool_exits_130_with_every_call_answered(cli: Cli, serve: Any, tmp_path: Path) -> None:
+def test_ctrl_c_during_a_tool_exits_130_with_every_call_answered(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
     marker = tmp_path / "started"
     server = serve([{"tool_calls": [{"name": "slow", "arguments": {"marker": str(marker)}}]}])
     agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)

@@ -64,7 +64,9 @@ async def test_inline_block_starts_while_the_reply_streams(agent: Agents, drive:
     run = await drive(spec, None, "go", model=model)
     kinds = [type(e).__name__ for e in run.events]
     started = kinds.index("ToolStarted")
-    last_text = max(i for i, k in enumerate(kinds) if k == "TextChunk" and i < kinds.index("AssistantMessage"))
+    last_text = max(
+        i for i, k in enumerate(kinds) if k == "TextChunk" and i < kinds.index("AssistantMessage")
+    )
     assert started < last_text  # the tool began before the rest of the reply arrived
 
 
@@ -92,14 +94,16 @@ async def test_inline_tool_error_and_permission_deny_reach_the_model(agent: Agen
 
 async def test_think_blocks_are_shown_kept_and_never_sent_back(agent: Agents, drive: Driver) -> None:
     spec = agent(mode_body("native"), tools=TOOLS)
-    run = await drive(spec, [text("<think>the user wants a greeting</think>Hello!"), text("again")], "hi", "more")
+    run = await drive(
+        spec, [text("<think>the user wants a greeting</think>Hello!"), text("again")], "hi", "more"
+    )
     assert run.results[0].output == "Hello!"
     reasoning = "".join(e.text for e in run.events if isinstance(e, ReasoningChunk))
     assert "the user wants a greeting" in reasoning
     assert "<think>" not in "".join(e.text for e in run.events if isinstance(e, TextChunk))
     sent = run.requests[1].messages
     assert {"role": "assistant", "content": "Hello!"} in sent and "think" not in json.dumps(sent)
-    recorded = [r for r in run.records() if r.get("role") == "assistant"][0]
+    recorded = next(r for r in run.records() if r.get("role") == "assistant")
     assert recorded["reasoning"] == "the user wants a greeting"
 
 
@@ -142,7 +146,10 @@ async def test_prompt_mode_prose_only_selector_means_no_tools(agent: Agents, dri
     run = await drive(spec, [text("I don't think any tool is needed."), text("Hello")], "hi")
     assert run.result.output == "Hello"
     assert [m["role"] for m in run.requests[1].messages] == ["system", "user", "user"]
-    assert "no JSON" in run.requests[1].messages[-1]["content"] or "JSON" in run.requests[1].messages[-1]["content"]
+    assert (
+        "no JSON" in run.requests[1].messages[-1]["content"]
+        or "JSON" in run.requests[1].messages[-1]["content"]
+    )
 
 
 async def test_selector_usage_counts_in_the_budget(agent: Agents, drive: Driver) -> None:
@@ -165,7 +172,9 @@ class _Capable(ScriptedModel):
 
 
 @pytest.mark.parametrize(("supports", "kind"), [(True, "native"), (None, "native"), (False, "inline")])
-def test_auto_picks_native_when_the_model_calls_tools(agent: Agents, supports: bool | None, kind: str) -> None:
+def test_auto_picks_native_when_the_model_calls_tools(
+    agent: Agents, supports: bool | None, kind: str
+) -> None:
     spec = agent(mode_body("auto"), tools=TOOLS)
     mode = choose_mode(spec, _Capable(supports), [])
     assert mode.kind == kind and mode.why.startswith("auto:")

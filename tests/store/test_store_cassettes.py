@@ -30,15 +30,20 @@ SCRIPT = [
 ]
 
 
-def write_agent(folder: Path, *, system: str = "You add numbers. Today is {{ now('%Y-%m-%d') }}.",
-                name: str = "adder", secret: str | None = None) -> Path:
+def write_agent(
+    folder: Path,
+    *,
+    system: str = "You add numbers. Today is {{ now('%Y-%m-%d') }}.",
+    name: str = "adder",
+    secret: str | None = None,
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "adder_tools.py").write_text(TOOLS)
     key = "  api_key: ${ADDER_API_KEY}\n" if secret else ""
     path = folder / "agent.yaml"
     path.write_text(
         f"version: 1\nname: {name}\nmodel:\n  id: openai/scripted\n  api_base: ${{ADDER_BASE:-http://127.0.0.1:9/v1}}\n"
-        f"{key}prompts:\n  system: \"{system}\"\ntools:\n  - python: adder_tools\n"
+        f'{key}prompts:\n  system: "{system}"\ntools:\n  - python: adder_tools\n'
         "tests:\n  - name: adds\n    input: What is 2 + 3?\n    cassette: cassettes/adds.jsonl\n"
         "    expect:\n      tools_called: [add]\n      output_contains: '5'\n      max_steps: 2\n"
     )
@@ -96,16 +101,23 @@ def test_changed_prompt_fails_strict_replay_with_a_diff(recorded: Path) -> None:
     assert result.exit_code == 1
     assert "FAIL adder/adds" in result.output
     assert "model request #1 differs from the recording" in result.output
-    assert "-   \"content\": \"You add numbers. Today" in result.output.replace("\n  ", "\n")
-    assert "+   \"content\": \"You add numbers carefully." in result.output.replace("\n  ", "\n")
+    assert '-   "content": "You add numbers. Today' in result.output.replace("\n  ", "\n")
+    assert '+   "content": "You add numbers carefully.' in result.output.replace("\n  ", "\n")
     assert "0 passed, 1 failed" in result.output
 
 
 def test_loose_replay_warns_and_answers(recorded: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,
-        ["run", str(recorded), "-p", "What is 20 + 30?", "--replay",
-         str(recorded.parent / "cassettes" / "adds.jsonl"), "--replay-loose"],
+        [
+            "run",
+            str(recorded),
+            "-p",
+            "What is 20 + 30?",
+            "--replay",
+            str(recorded.parent / "cassettes" / "adds.jsonl"),
+            "--replay-loose",
+        ],
         env={"RUNNER_HOME": str(tmp_path / "home")},
     )
     assert result.exit_code == 0, result.output
@@ -115,7 +127,8 @@ def test_loose_replay_warns_and_answers(recorded: Path, tmp_path: Path) -> None:
 def test_cassette_of_another_agent_is_refused(recorded: Path, tmp_path: Path) -> None:
     other = write_agent(tmp_path / "other", name="subtractor")
     result = CliRunner().invoke(
-        app, ["run", str(other), "-p", "x", "--replay", str(recorded.parent / "cassettes" / "adds.jsonl")],
+        app,
+        ["run", str(other), "-p", "x", "--replay", str(recorded.parent / "cassettes" / "adds.jsonl")],
         env={"RUNNER_HOME": str(tmp_path / "home")},
     )
     assert result.exit_code == 1
@@ -125,7 +138,7 @@ def test_cassette_of_another_agent_is_refused(recorded: Path, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda lines: lines[:2] + [lines[2][: len(lines[2]) // 2]], "truncated cassette line"),
+        (lambda lines: [*lines[:2], lines[2][: len(lines[2]) // 2]], "truncated cassette line"),
         (lambda lines: [lines[0], "{not json", *lines[2:]], "corrupt cassette line"),
         (lambda lines: [json.dumps({"type": "something"}), *lines[1:]], "not a runner cassette"),
         (lambda lines: [], "the cassette is empty"),
@@ -162,8 +175,10 @@ def test_unused_responses_fail_the_case(recorded: Path) -> None:
 
 
 def test_failed_expectations_are_listed(recorded: Path) -> None:
-    text = recorded.read_text().replace("output_contains: '5'", "output_contains: '6'").replace(
-        "tools_called: [add]", "tools_called: [multiply]"
+    text = (
+        recorded.read_text()
+        .replace("output_contains: '5'", "output_contains: '6'")
+        .replace("tools_called: [add]", "tools_called: [multiply]")
     )
     recorded.write_text(text)
     result = CliRunner().invoke(app, ["test", str(recorded)])

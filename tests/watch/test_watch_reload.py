@@ -26,18 +26,21 @@ def add(a: int, b: int) -> int:
     return a + b
 '''
 
-TOOLS_V2 = TOOLS_V1 + '''
+TOOLS_V2 = (
+    TOOLS_V1
+    + '''
 
 def multiply(a: int, b: int) -> int:
     """Multiply two integers."""
     return a * b
 '''
+)
 
 
 def agent_text(system: str, *, extra: str = "") -> str:
     return (
         "version: 1\nname: live\nmodel: openai/scripted\n"
-        f"prompts:\n  system: {{file: prompts/system.md}}\n  user: \"{{{{ input }}}}\"\n"
+        f'prompts:\n  system: {{file: prompts/system.md}}\n  user: "{{{{ input }}}}"\n'
         f"tools:\n  - python: live_tools\n{extra}"
     ) + f"# {system}\n"
 
@@ -83,11 +86,16 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[Harness, Path]]:
     model = ScriptedModel([describe] * 20)
     stop = asyncio.Event()
     async with open_session(
-        load_agent(path), sink=events.append, options=RunOptions(),
-        config=SessionConfig(home=tmp_path / "home"), model=model,
+        load_agent(path),
+        sink=events.append,
+        options=RunOptions(),
+        config=SessionConfig(home=tmp_path / "home"),
+        model=model,
     ) as session:
         watcher = asyncio.create_task(watch_session(session, stop=stop))
-        await asyncio.sleep(0.2)  # let the watcher start (it needs no event: edits before this just count as one)
+        await asyncio.sleep(
+            0.2
+        )  # let the watcher start (it needs no event: edits before this just count as one)
         try:
             yield Harness(session, events), path
         finally:
@@ -177,4 +185,3 @@ async def test_deleted_agent_file_keeps_the_session(live: tuple[Harness, Path]) 
     assert (await harness.ask("alive?"))["tools"] == ["add"]
     await write(path, text.replace("# v1", "# back"))
     await harness.wait_note("reloaded", 1)
-
