@@ -46,6 +46,21 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
     return out
 
 
+def _source_errors(path: Path) -> list[ConfigError]:
+    """Checks of tool sources that need no connection (a built-in toolset's ``with:`` options)."""
+    from runner.spec import spec_from_file
+    from runner.tools.builtin import check_source
+
+    agent_file = load_file(path)
+    errors: list[ConfigError] = []
+    for name in agent_file.names:
+        spec = spec_from_file(agent_file, name)
+        for source in spec.tools:
+            if source.kind == "builtin":
+                errors += check_source(source, spec.path)
+    return errors
+
+
 def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables: Mapping[str, Any]) -> int:
     """Validate every file; print the results; return the exit code (0 valid, 2 invalid)."""
     report: list[dict[str, Any]] = []
@@ -57,6 +72,8 @@ def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables
         else:
             path_text = display_path(str(target))
             errors = check_file(target, extra_vars=variables.keys())
+            if not errors:
+                errors = _source_errors(target)
         invalid = invalid or bool(errors)
         entry: dict[str, Any] = {
             "file": path_text,
@@ -207,7 +224,34 @@ def _is_team(path: Path) -> bool:
     return load_file(path).is_team
 
 
-def run_tools(ref: str, *, json_output: bool, agent_name: str | None) -> int:
+def _check_sources(spec: Any, config: Any) -> int:
+    """Open each source on its own, timed: one line per source; exit 2 if any failed."""
+    import asyncio
+    import time
+    from contextlib import AsyncExitStack
+    from dataclasses import replace
+
+    from runner.loop.runtime import build_registry
+
+    async def one(source: Any) -> tuple[str, str]:
+        start = time.perf_counter()
+        async with AsyncExitStack() as stack:
+            registry, _, failures = await build_registry(replace(spec, tools=(source,)), stack, config)
+        ms = (time.perf_counter() - start) * 1000
+        if failures:
+            return "FAIL", f"{failures[0].error} ({ms:.0f} ms)"
+        return "ok", f"{len(registry)} tool(s): {', '.join(registry.names())} ({ms:.0f} ms)"
+
+    failed = 0
+    for source in spec.tools:
+        status, detail = asyncio.run(one(source))
+        failed += status == "FAIL"
+        typer.echo(f"{status:<4} tools[{source.index}] {source.label}  {detail}")
+    typer.echo(f"{len(spec.tools) - failed} ok, {failed} failed")
+    return 2 if failed else 0
+
+
+def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: bool = False) -> int:
     """Print the resolved tool table; exit 2 when a source failed."""
     import asyncio
     from contextlib import AsyncExitStack
@@ -216,6 +260,8 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None) -> int:
 
     _, config = _session_config(None)
     spec = load_agent(find_agent(ref), agent=agent_name)
+    if check:
+        return _check_sources(spec, config)
 
     async def collect() -> tuple[Any, Any]:
         async with AsyncExitStack() as stack:

@@ -280,11 +280,15 @@ def tools(
         bool, typer.Option("--json", help="The exact tool specs sent to the model.")
     ] = False,
     agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Open each source alone and report it: ok (tools, time) or why not."),
+    ] = False,
 ) -> None:
     """The resolved tool table: name, source, description; renames and failed sources."""
     from runner.cli.commands import run_tools
 
-    raise typer.Exit(run_tools(agent, json_output=json_output, agent_name=agent_name))
+    raise typer.Exit(run_tools(agent, json_output=json_output, agent_name=agent_name, check=check))
 
 
 @app.command()

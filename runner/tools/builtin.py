@@ -102,6 +102,28 @@ def validate_options(
     return {**defaults, **options}
 
 
+def check_source(spec: ToolSourceSpec, agent_path: Path) -> list[ConfigError]:
+    """What ``runner validate`` can say about a ``builtin:`` source without opening it."""
+    where = f"tools[{spec.index}].with"
+    try:
+        module = load_toolset(spec.target)
+        validate_options(spec.target, spec.options, module.OPTIONS_SCHEMA, file=str(agent_path), path=where)
+    except ConfigErrors as exc:
+        return [_at_source(e, spec) for e in exc]
+    except ConfigError as exc:
+        return [_at_source(exc, spec)]
+    return []
+
+
+def _at_source(error: ConfigError, spec: ToolSourceSpec) -> ConfigError:
+    """``error`` located at the source's entry when it has no line of its own."""
+    if error.line:
+        return error
+    return ConfigError(
+        error.message, file=error.file, line=spec.line, column=spec.column, path=error.path, hint=error.hint
+    )
+
+
 async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """Open a ``builtin:`` source: check its ``with:`` options and build the toolset's tools."""
     file = str(ctx.agent.path)
