@@ -19,6 +19,7 @@ HELP = """\
 /tools           the tools this agent can call
 /history         the conversation so far
 /undo            drop the last turn
+/reload          read the agent's files again (as --watch does on every save)
 /model ID        switch the model (any litellm model id)
 /vars K=V ...    set template variables
 /help            this text
@@ -101,6 +102,19 @@ class Repl:
                 calls = [c["function"]["name"] for c in message.get("tool_calls") or ()]
                 suffix = f" -> {', '.join(calls)}" if calls else ""
                 self.write(f"[{message['role']}] {' '.join(str(content).split())[:100]}{suffix}")
+        elif name == "reload":
+            from runner.spec import load_agent
+
+            async def reload(s: Session) -> str:
+                spec = load_agent(
+                    s.spec.path, agent=s.spec.name if s.spec.team else None, extra_vars=s.options.variables
+                )
+                prepared = await s.reloader.prepare(s, spec)
+                s.schedule_reload(prepared)
+                return str(prepared.changes)
+
+            changes = self.worker.call(reload)  # a ConfigError is shown and the old config stays
+            self.write(f"reloaded: {changes} (from the next turn on)")
         elif name == "undo":
             removed = session.undo()
             self.write(f"dropped {removed} message(s)" if removed else "nothing to undo")

@@ -191,11 +191,12 @@ def test_ctrl_c_during_a_tool_exits_130_with_every_call_answered(
 def test_interactive_commands_never_reach_the_model(cli: Cli, serve: Any, tmp_path: Path) -> None:
     server = serve([{"content": "hello there"}, {"content": "again"}])
     agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
-    lines = "hi\n/tools\n/history\n/undo\n/help\n/vars mood=calm\nagain\n/exit\n"
+    lines = "hi\n/tools\n/history\n/undo\n/help\n/vars mood=calm\n/reload\nagain\n/exit\n"
     result = cli("run", str(agent), "-i", input=lines)
     assert result.returncode == 0, result.stderr
     assert "hello there" in result.stdout and "again" in result.stdout
     assert "add" in result.stderr and "dropped 2 message(s)" in result.stderr
+    assert "reloaded: no change that affects the run" in result.stderr
     assert len(server.requests) == 2
     # /undo removed the first turn: the second request does not carry it
     assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == ["again"]
