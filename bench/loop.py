@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
+import multiprocessing
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,30 @@ def minimal_loop(base_url: str, calls: int) -> int:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
 
 
+async def minimal_async_loop(base_url: str, calls: int) -> int:
+    """The same loop on ``litellm.acompletion``: how much of a gap is litellm's async path itself."""
+    import litellm
+
+    messages: list[Any] = [{"role": "system", "content": "You add."}, {"role": "user", "content": "go"}]
+    steps = 0
+    while True:
+        response = await litellm.acompletion(
+            model="openai/scripted",
+            api_base=base_url,
+            api_key="sk-bench",
+            messages=messages,
+            tools=[ADD_SPEC],
+        )
+        steps += 1
+        message = response.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return steps
+        for call in message.tool_calls:
+            args = json.loads(call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
+
+
 def write_agent(folder: Path, base_url: str, *, max_steps: int = 200) -> Path:
     (folder / "bench_tools.py").write_text(TOOLS_MODULE)
     path = folder / "agent.yaml"
@@ -143,22 +170,48 @@ async def runner_loop(
     return result.steps, elapsed
 
 
+def _serve(steps: int, calls: int, queue: Any) -> None:
+    with ScriptedServer(stepping_script(steps, calls)) as server:
+        queue.put(server.base_url)
+        server.wait()
+
+
+@contextlib.contextmanager
+def server_process(steps: int, calls: int) -> Iterator[str]:
+    """The scripted server in a process of its own, so it never competes with the client for the GIL."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_serve, args=(steps, calls, queue), daemon=True)
+    process.start()
+    try:
+        yield str(queue.get(timeout=30))
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
 def per_step(runs: int, steps: int, calls: int, folder: Path) -> dict[str, float]:
     """Median milliseconds per step of each contender."""
     samples: dict[str, list[float]] = {
         "minimal litellm loop": [],
+        "minimal loop on acompletion": [],
         "runner (litellm)": [],
         "runner (fast path)": [],
     }
-    with ScriptedServer(stepping_script(steps, calls)) as server:
-        agent = write_agent(folder, server.base_url)
+    with server_process(steps, calls) as base_url:
+        agent = write_agent(folder, base_url)
 
         def timed_minimal() -> tuple[int, float]:
             start = time.perf_counter()
-            return minimal_loop(server.base_url, calls), time.perf_counter() - start
+            return minimal_loop(base_url, calls), time.perf_counter() - start
+
+        async def timed_async() -> tuple[int, float]:
+            start = time.perf_counter()
+            return await minimal_async_loop(base_url, calls), time.perf_counter() - start
 
         contenders = {
             "minimal litellm loop": timed_minimal,
+            "minimal loop on acompletion": lambda: asyncio.run(timed_async()),
             "runner (litellm)": lambda: asyncio.run(runner_loop(agent, fast_path=False)),
             "runner (fast path)": lambda: asyncio.run(runner_loop(agent, fast_path=True)),
         }

@@ -49,7 +49,6 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
 def _source_errors(path: Path) -> list[ConfigError]:
     """Checks of tool sources that need no connection (a built-in toolset's ``with:`` options)."""
     from runner.spec import spec_from_file
-    from runner.tools.builtin import check_source
 
     agent_file = load_file(path)
     errors: list[ConfigError] = []
@@ -57,6 +56,8 @@ def _source_errors(path: Path) -> list[ConfigError]:
         spec = spec_from_file(agent_file, name)
         for source in spec.tools:
             if source.kind == "builtin":
+                from runner.tools.builtin import check_source  # only agents with built-in toolsets pay
+
                 errors += check_source(source, spec.path)
     return errors
 

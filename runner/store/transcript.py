@@ -83,12 +83,18 @@ class Redactor:
             forms.add(json.dumps(secret)[1:-1])
         # Longest first, so a secret that contains another is replaced whole.
         self.patterns = sorted(forms, key=len, reverse=True)
+        # How each form looks once a record holding it is serialized (escaped once more).
+        self._in_lines = forms | {json.dumps(f, ensure_ascii=False)[1:-1] for f in forms}
 
     def __call__(self, text: str) -> str:
         for pattern in self.patterns:
             if pattern in text:
                 text = text.replace(pattern, REDACTED)
         return text
+
+    def found_in(self, text: str) -> bool:
+        """Whether any form of any secret occurs in ``text`` (a fast check before redacting)."""
+        return any(pattern in text for pattern in self._in_lines)
 
     def record(self, value: Any) -> Any:
         """``value`` with every string in it (keys too) redacted; the structure is kept."""
@@ -122,8 +128,13 @@ class TranscriptWriter:
         if self._file is None:
             self.open()
         assert self._file is not None
-        line = json.dumps(self.redact.record(record), ensure_ascii=False, separators=(",", ":"), default=str)
-        self._file.write(self.redact(line) + "\n")  # again: values only ``default=str`` could show
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        if self.redact.found_in(line):  # rare: only then walk the record's strings one by one
+            line = json.dumps(
+                self.redact.record(record), ensure_ascii=False, separators=(",", ":"), default=str
+            )
+            line = self.redact(line)  # again: values only ``default=str`` could show
+        self._file.write(line + "\n")
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())
