@@ -109,8 +109,6 @@ class ConsoleOutput:
                 self.out.write("\n")
                 self.out.flush()
                 self._open_line = False
-        elif isinstance(event, AssistantMessage):
-            pass
 
     def finish(self) -> None:
         """Print the session's usage on stderr."""

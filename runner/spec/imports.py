@@ -19,24 +19,35 @@ def _stale(module: ModuleType, base_dir: Path, name: str) -> bool:
     return file is None or not Path(file).resolve().is_relative_to(base_dir.resolve())
 
 
-def import_module(name: str, base_dir: Path) -> ModuleType:
-    """Import ``name`` with ``base_dir`` first on ``sys.path``; failures become ``ConfigError``."""
+def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleType:
+    """Import ``name`` with ``base_dir`` first on ``sys.path``; failures become ``ConfigError``.
+
+    ``reload`` imports an already imported module again (hot reload: edited code takes effect).
+    """
     cached = sys.modules.get(name)
     if cached is not None and _stale(cached, base_dir, name):
         for key in [k for k in sys.modules if k == name or k.startswith(name.split(".")[0] + ".")]:
             del sys.modules[key]
         sys.modules.pop(name.split(".")[0], None)
+        cached = None
+    hint = f"looked in {base_dir} and the installed packages"
+    if name.endswith(".py") or "/" in name or "\\" in name:
+        dotted = name.removesuffix(".py").replace("/", ".").replace("\\", ".")
+        hint = f"write a module path with dots and no '.py', e.g. {dotted!r}"
     entry = str(base_dir)
     sys.path.insert(0, entry)
     try:
+        if cached is not None and reload:
+            return importlib.reload(cached)
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise ConfigError(
-                f"cannot import module '{name}': no such module",
-                hint=f"looked in {base_dir} and the installed packages",
-            ) from None
-        raise ConfigError(f"importing '{name}' failed: {exc}") from None
+        missing = exc.name or ""
+        if name == missing or name.startswith(missing + "."):
+            raise ConfigError(f"cannot import module '{name}': no such module", hint=hint) from None
+        raise ConfigError(
+            f"importing '{name}' failed: it imports '{missing}', which is not installed",
+            hint=f"install the package that provides '{missing}'",
+        ) from None
     except SyntaxError as exc:
         where = f" ({Path(exc.filename or '?').name}:{exc.lineno})" if exc.lineno else ""
         raise ConfigError(f"importing '{name}' failed: syntax error{where}: {exc.msg}") from None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import difflib
 import enum
-import importlib
 import inspect
 import json
 import sys
@@ -29,6 +28,7 @@ import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 
 from runner.errors import ConfigError, ToolError
+from runner.spec.imports import import_module
 from runner.spec.model import ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.docstrings import parse_docstring
@@ -71,7 +71,7 @@ def tools_from_module_path(target: str, *, base_dir: Path, reload: bool = False)
             f"python tool {target!r} is not a valid import path",
             hint="write 'package.module:function' or 'package.module'",
         )
-    module = _import_module(module_name, base_dir=base_dir, reload=reload)
+    module = import_module(module_name, base_dir=base_dir, reload=reload)
     source_id = module_name.rsplit(".", 1)[-1]
     if function_name:
         fn = getattr(module, function_name, None)
@@ -201,47 +201,6 @@ def _convert(arg: _Argument, value: Any) -> Any:
             f"{'.'.join(str(p) for p in (arg.name, *err['loc']))}: {err['msg']}" for err in exc.errors()
         )
         raise ToolError(f"invalid arguments: {problems}") from None
-
-
-def _import_module(module_name: str, *, base_dir: Path, reload: bool) -> types.ModuleType:
-    """Import with ``base_dir`` first on sys.path; every failure becomes one clear ConfigError."""
-    hint = None
-    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
-        dotted = module_name.removesuffix(".py").replace("/", ".").replace("\\", ".")
-        hint = f"write a module path with dots and no '.py', e.g. {dotted!r}"
-    entry = str(base_dir)
-    sys.path.insert(0, entry)
-    try:
-        existing = sys.modules.get(module_name)
-        if existing is not None and reload:
-            return importlib.reload(existing)
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        if module_name == missing or module_name.startswith(missing + "."):
-            raise ConfigError(
-                f"python tool module {module_name!r} not found (looked in {base_dir} and on sys.path)",
-                hint=hint or "check the spelling and that the module sits next to the agent file",
-            ) from None
-        raise ConfigError(
-            f"importing python tool module {module_name!r} failed: "
-            f"it imports {missing!r}, which is not installed",
-            hint=f"install the package that provides {missing!r}",
-        ) from None
-    except SyntaxError as exc:
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else "unknown location"
-        raise ConfigError(
-            f"python tool module {module_name!r} has a syntax error at {where}: {exc.msg}"
-        ) from None
-    except (Exception, SystemExit) as exc:
-        raise ConfigError(
-            f"importing python tool module {module_name!r} failed: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        try:
-            sys.path.remove(entry)
-        except ValueError:
-            pass
 
 
 def _public_functions(module: types.ModuleType) -> list[Callable[..., Any]]:

@@ -111,8 +111,8 @@ def test_module_that_imports_a_missing_dependency_names_it(tmp_path: Path) -> No
     (tmp_path / "runner_t_checks_dep.py").write_text("import runner_t_missing_dependency\n", encoding="utf-8")
     (error,) = _check(tmp_path, "tools:\n  - python: runner_t_checks_dep\n")
     assert (
-        error.message
-        == "importing 'runner_t_checks_dep' failed: No module named 'runner_t_missing_dependency'"
+        error.message == "importing 'runner_t_checks_dep' failed: it imports 'runner_t_missing_dependency', "
+        "which is not installed"
     )
 
 
