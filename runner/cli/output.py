@@ -104,11 +104,10 @@ class ConsoleOutput:
             )
         elif isinstance(event, UsageUpdate):
             self.usage = event.session
-        elif isinstance(event, TurnEnded):
-            if self._open_line:
-                self.out.write("\n")
-                self.out.flush()
-                self._open_line = False
+        elif isinstance(event, TurnEnded) and self._open_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._open_line = False
 
     def finish(self) -> None:
         """Print the session's usage on stderr."""
