@@ -15,6 +15,9 @@ from runner.spec.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngin
 from runner.spec.validate import suggest
 from runner.spec.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 
+#: What the prompt mode's selector template sees besides the usual names (runner.models.selector).
+SELECTOR_NAMES = frozenset({"tools_json", "history"})
+
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
@@ -43,7 +46,8 @@ class _Checker:
         self.api_key()
         for key, value in self.body.get("prompts", {}).items():
             if not key.startswith("x-") and value is not None:
-                self.template(self.at("prompts", key), value)
+                extra = SELECTOR_NAMES if key == "tool_selection" else frozenset()
+                self.template(self.at("prompts", key), value, extra_names=extra)
         for i, entry in enumerate(self.body.get("tools", [])):
             self.source(self.at("tools", i), entry)
         for event, chain in self.body.get("hooks", {}).items():

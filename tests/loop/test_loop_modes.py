@@ -195,3 +195,12 @@ async def test_max_steps_and_transcripts_behave_the_same_in_every_mode(
     expected = "done" if mode == "prompt" else "max_steps"
     assert run.result.reason == expected
     assert run.transcript().header["agent"] == "tester"
+
+
+async def test_prompt_mode_uses_the_agents_selector_template(agent: Agents, drive: Driver) -> None:
+    body = mode_body(
+        "prompt", 'prompts:\n  tool_selection: \'Tools: {{ tools | map(attribute="name") | join(",") }}\'\n'
+    )
+    spec = agent(body.replace("prompts:\n  system: You add.\n", ""), tools=TOOLS)
+    run = await drive(spec, [text('{"tool_calls": []}'), text("ok")], "hi")
+    assert run.requests[0].messages[0] == {"role": "system", "content": "Tools: add,fail"}

@@ -140,3 +140,8 @@ def test_openapi_and_agent_files_are_relative_to_the_file_that_names_them(tmp_pa
 def test_agent_reference_in_a_single_agent_file_must_be_itself(tmp_path: Path) -> None:
     errors = _check(tmp_path, "tools:\n  - agent: '#a'\n  - agent: '#b'\n")
     assert _summary(errors) == [(5, 12, "tools[1].agent", "no agent named 'b' in this file")]
+
+
+def test_selector_template_may_use_the_selector_names(tmp_path: Path) -> None:
+    errors = _check(tmp_path, "prompts:\n  tool_selection: '{{ tools_json }} {{ history }} {{ input }}'\n")
+    assert errors == []
