@@ -86,6 +86,15 @@ def stepping_script(
     return reply
 
 
+def _answer_calls(messages: list[Any], message: Any) -> bool:
+    """Append the reply and one result per tool call; False when the reply called no tool."""
+    messages.append(message.model_dump(exclude_none=True))
+    for call in message.tool_calls or ():
+        args = json.loads(call.function.arguments)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
+    return bool(message.tool_calls)
+
+
 def minimal_loop(base_url: str, calls: int) -> int:
     """The seed-001 loop: litellm.completion, execute tool calls, append, repeat."""
     import litellm
@@ -101,13 +110,8 @@ def minimal_loop(base_url: str, calls: int) -> int:
             tools=[ADD_SPEC],
         )
         steps += 1
-        message = response.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
+        if not _answer_calls(messages, response.choices[0].message):
             return steps
-        for call in message.tool_calls:
-            args = json.loads(call.function.arguments)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
 
 
 async def minimal_async_loop(base_url: str, calls: int) -> int:
@@ -125,13 +129,8 @@ async def minimal_async_loop(base_url: str, calls: int) -> int:
             tools=[ADD_SPEC],
         )
         steps += 1
-        message = response.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
+        if not _answer_calls(messages, response.choices[0].message):
             return steps
-        for call in message.tool_calls:
-            args = json.loads(call.function.arguments)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
 
 
 def write_agent(folder: Path, base_url: str, *, max_steps: int = 200) -> Path:

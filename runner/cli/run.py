@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from runner.cli.output import ConsoleOutput, JsonOutput
-from runner.errors import Interrupted, RunnerError
+from runner.errors import Interrupted
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import ConfirmAnswer, RunOptions, Session, TurnResult
 from runner.spec.model import AgentSpec
@@ -225,13 +223,3 @@ def _code(result: TurnResult, interactive: bool) -> int:
     if result.reason in LIMIT_REASONS:
         return 3
     return 0
-
-
-def transcript_home(config: SessionConfig) -> Path:
-    """Where this run's transcripts go."""
-    return config.home
-
-
-def print_error(error: RunnerError) -> None:
-    """Used by the REPL for errors that do not end the session."""
-    sys.stderr.write(f"error: {error}\n")

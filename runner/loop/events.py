@@ -91,7 +91,3 @@ LoopEvent = (
     | TurnEnded
 )
 EventSink = Callable[[LoopEvent], None]
-
-
-def ignore_events(event: LoopEvent) -> None:
-    """An ``EventSink`` that drops everything."""

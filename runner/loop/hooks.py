@@ -20,10 +20,6 @@ from runner.errors import ConfigError
 from runner.spec.imports import resolve_callable
 from runner.spec.model import AgentSpec, HookSpec
 
-#: Events whose messages go to the history; the others' go to the prompt queue.
-HISTORY_EVENTS = frozenset({"session_start", "turn_pre", "step_pre"})
-QUEUE_EVENTS = frozenset({"turn_post", "loop_continue"})
-
 
 @dataclass
 class HookEvent:

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runner.errors import ConfigError
 from runner.models.base import Completed, Model, ReasoningDelta, Reply, StreamEvent, TextDelta, ToolCallReady
 from runner.models.inline import InlineCall, InlineError, InlineParser, strip_for_history, tool_instructions
 from runner.models.inline import tool_responses as render_tool_responses
@@ -187,9 +186,3 @@ def choose_mode(spec: AgentSpec, model: Model, specs: list[dict[str, Any]] | Non
         spec.tool_format,
         names,
     )
-
-
-def check_mode(mode: Mode, spec: AgentSpec) -> None:
-    """Refuse combinations that cannot work."""
-    if mode.kind == "prompt" and spec.selector.rounds < 1:
-        raise ConfigError("selector.rounds must be at least 1", file=str(spec.path))

@@ -75,11 +75,9 @@ def resolve_model_spec(spec: AgentSpec, config: SessionConfig) -> ModelSpec:
 
 def select_mode(spec: AgentSpec, model: Model, registry: ToolRegistry) -> Mode:
     """The function-calling mode of this session (SPEC section 8), checked."""
-    from runner.loop.modes import check_mode, choose_mode
+    from runner.loop.modes import choose_mode
 
-    mode = choose_mode(spec, model, registry.specs())
-    check_mode(mode, spec)
-    return mode
+    return choose_mode(spec, model, registry.specs())
 
 
 def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErrors:

@@ -19,7 +19,7 @@ from runner.models.selector import context_message, extract_selection, selection
 from runner.tools.executor import gather_in_order, parse_arguments
 
 if TYPE_CHECKING:
-    from runner.loop.session import Session, _TurnState
+    from runner.loop.session import Session, TurnState
 
 
 def _selector_system(session: Session, history: list[dict[str, Any]], text: str) -> str:
@@ -34,7 +34,7 @@ def _selector_system(session: Session, history: list[dict[str, Any]], text: str)
     return session.renderer.render(override, text, extra)
 
 
-async def select_tools(session: Session, state: _TurnState, text: str) -> None:
+async def select_tools(session: Session, state: TurnState, text: str) -> None:
     """Run the selector rounds of one turn; append the context message when tools ran."""
     specs = session._tools or []
     by_name = {s["function"]["name"]: s["function"] for s in specs}

@@ -113,7 +113,7 @@ class PreparedReload:
 
 
 @dataclass
-class _TurnState:
+class TurnState:
     steps: int = 0
     stop: StopReason | None = None
     stop_note: str | None = None
@@ -147,6 +147,7 @@ class Session:
         self.spec = spec
         self.mode = mode or Mode("native", "function_calling: native")
         self.gate = ToolGate(self)
+        self._model_params = model_params(spec.model)  # per request; changes only with a reload
         self.selector_model: Model | None = None  # prompt mode: selector.model, when it names another
         self.session_id = session_id
         self.model = model
@@ -268,8 +269,7 @@ class Session:
         if not self.history:
             return False
         last = self.history[-1]
-        content = last.get("content")
-        if last.get("role") == "user" and isinstance(content, str) and content.startswith(NOTE_PREFIX):
+        if last.get("role") == "user" and _is_note(last):
             return False
         return last.get("role") in ("user", "tool")
 
@@ -359,6 +359,7 @@ class Session:
         assert prepared is not None
         spec = prepared.spec
         self.spec, self.limits = spec, spec.limits
+        self._model_params = model_params(spec.model)
         self.budget.limits = spec.limits
         self.registry = prepared.registry
         self._tools = prepared.registry.specs() or None
@@ -391,12 +392,12 @@ class Session:
         try:
             self.budget.check_turn()
         except LimitReached as exc:
-            return self._end_turn(_TurnState(limit=exc, stop="limit", stop_note=exc.message))
+            return self._end_turn(TurnState(limit=exc, stop="limit", stop_note=exc.message))
         self.turn += 1
         self.budget.turns = self.turn
         self._event("turn", turn=self.turn)
         self._repeat.reset()
-        state = _TurnState()
+        state = TurnState()
         if text is not None:
             self._input = text
             if self.system is None:
@@ -436,7 +437,7 @@ class Session:
             await self._after_turn()
         return result
 
-    async def _run_steps(self, state: _TurnState) -> None:
+    async def _run_steps(self, state: TurnState) -> None:
         while state.stop is None:
             task = self._step_task = asyncio.create_task(self._step(state))
             try:
@@ -472,7 +473,7 @@ class Session:
                 f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
             ) from None
 
-    def _end_turn(self, state: _TurnState) -> TurnResult:
+    def _end_turn(self, state: TurnState) -> TurnResult:
         reason: StopReason = state.stop or "done"
         if state.stop_note and reason not in ("done", "declined"):
             note = f"The turn was stopped: {state.stop_note}."
@@ -507,7 +508,7 @@ class Session:
             self._interrupted = False
             self._step_task = None
 
-    def _finish_pending(self, state: _TurnState, reason: str) -> None:
+    def _finish_pending(self, state: TurnState, reason: str) -> None:
         if not state.pending:
             return
         results = interrupted_results(state.pending, list(state.finished.values()), reason=reason)
@@ -516,7 +517,7 @@ class Session:
 
     # ----------------------------------------------------------------- step
 
-    async def _step(self, state: _TurnState) -> None:
+    async def _step(self, state: TurnState) -> None:
         if state.steps >= self.limits.max_steps:
             state.stop = "max_steps"
             state.stop_note = f"it reached limits.max_steps ({self.limits.max_steps} steps)"
@@ -592,7 +593,7 @@ class Session:
     async def _generate(
         self,
         request: Request,
-        state: _TurnState,
+        state: TurnState,
         started: dict[str, asyncio.Task[ToolResult]] | None,
         semaphore: asyncio.Semaphore,
     ) -> Reply:
@@ -616,7 +617,7 @@ class Session:
     async def _consume(
         self,
         events: AsyncIterator[StreamEvent],
-        state: _TurnState,
+        state: TurnState,
         started: dict[str, asyncio.Task[ToolResult]] | None,
         semaphore: asyncio.Semaphore,
     ) -> Reply:
@@ -639,7 +640,7 @@ class Session:
                 return event.reply
         raise RuntimeError("the model's stream ended without a Completed event")
 
-    def _keep_started_calls(self, state: _TurnState) -> None:
+    def _keep_started_calls(self, state: TurnState) -> None:
         """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
 
         Those tools ran (or began to), so the history must say so; the code that stopped the step
@@ -660,7 +661,7 @@ class Session:
         status = self.renderer.status(self._input)
         if status is not None:
             messages.append(status)
-        params = {**model_params(self.spec.model), **self.options.params}
+        params = {**self._model_params, **self.options.params}
         tools = [*(self._tools or ()), *self._client_specs] if self._client_specs else self._tools
         tools = self.mode.request_tools(tools)
         return Request(

@@ -17,8 +17,7 @@ from runner.tools.base import Tool, ToolResult
 from runner.tools.executor import CallDecision, execute_one
 
 if TYPE_CHECKING:
-    from runner.loop.session import Session
-    from runner.loop.session import _TurnState as TurnState
+    from runner.loop.session import Session, TurnState
 
 NOTE_PREFIX = "[runner] "
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +20,7 @@ from runner.errors import ConfigError, RunnerError
 from runner.spec.model import AgentSpec, SourceKind, ToolSourceSpec
 from runner.tools.base import Tool
 
-__all__ = ["LoadedSource", "SourceContext", "SourceFailure", "SourceLoader", "load_sources"]
+__all__ = ["LoadedSource", "SourceContext", "SourceFailure", "SourceLoader", "loader_for"]
 
 
 @dataclass
@@ -78,17 +78,3 @@ def loader_for(kind: SourceKind) -> SourceLoader:
         raise
     loader: SourceLoader = getattr(module, function)
     return loader
-
-
-async def load_sources(
-    specs: Sequence[ToolSourceSpec], ctx: SourceContext, stack: AsyncExitStack
-) -> tuple[list[tuple[ToolSourceSpec, LoadedSource]], list[SourceFailure]]:
-    """Open every source in file order; failures are collected, not raised."""
-    loaded: list[tuple[ToolSourceSpec, LoadedSource]] = []
-    failures: list[SourceFailure] = []
-    for spec in specs:
-        try:
-            loaded.append((spec, await loader_for(spec.kind)(spec, ctx, stack)))
-        except RunnerError as exc:
-            failures.append(SourceFailure(spec, exc))
-    return loaded, failures
