@@ -64,11 +64,6 @@ class SessionThread:
 
         async def life() -> None:
             self.inbox = asyncio.Queue()
-            from concurrent.futures import ThreadPoolExecutor
-
-            self.loop.set_default_executor(
-                ThreadPoolExecutor(max_workers=max(32, request.spec.limits.max_parallel))
-            )
             try:
                 async with open_session(
                     request.spec,

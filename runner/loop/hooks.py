@@ -19,6 +19,7 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.spec.imports import resolve_callable
 from runner.spec.model import AgentSpec, HookSpec
+from runner.tools.threads import run_in_thread
 
 
 @dataclass
@@ -175,7 +176,7 @@ class HookRunner:
             if inspect.iscoroutinefunction(fn):
                 value = await asyncio.wait_for(fn(event), hook.timeout_s)
             else:
-                value = await asyncio.wait_for(asyncio.to_thread(fn, event), hook.timeout_s)
+                value = await asyncio.wait_for(run_in_thread(fn, event), hook.timeout_s)
             return HookResult.coerce(value)
         except TimeoutError:
             raise HookFailed(f"{hook.value} timed out after {hook.timeout_s:g} s") from None

@@ -15,7 +15,6 @@ import hmac
 import ipaddress
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,8 +43,6 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeState", "create_app", "is_loopback"]
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
 _DRAIN_BYTES = 64 * 1024 * 1024
-#: Sync tools run in threads; enough for many concurrent sessions.
-_TOOL_THREADS = 64
 
 
 def is_loopback(host: str) -> bool:
@@ -241,8 +238,6 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        executor = ThreadPoolExecutor(max_workers=_TOOL_THREADS, thread_name_prefix="runner-tool")
-        asyncio.get_running_loop().set_default_executor(executor)
         stop = asyncio.Event()
         watcher = asyncio.create_task(holder.watch(stop=stop, report=state.report)) if state.watch else None
         try:
@@ -258,7 +253,6 @@ def create_app(
                 await asyncio.wait(tasks, timeout=10)
             if state.models is not None:
                 await state.models.aclose()
-            executor.shutdown(wait=False)
 
     routes = [
         Route("/health", health, methods=["GET"]),

@@ -9,7 +9,6 @@ Sync functions run in a worker thread, async ones are awaited.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import enum
 import inspect
@@ -34,6 +33,7 @@ from runner.tools.base import RunContext, Tool
 from runner.tools.docstrings import parse_docstring
 from runner.tools.schema import clean_schema, inline_refs
 from runner.tools.sources import LoadedSource, SourceContext
+from runner.tools.threads import run_in_thread
 
 __all__ = ["CONTEXT_PARAMETERS", "load_source", "tool_from_function", "tools_from_module_path"]
 
@@ -184,7 +184,7 @@ class _CallPlan:
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(*args, **kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, *args, **kwargs)
+            result = await run_in_thread(self.fn, *args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
