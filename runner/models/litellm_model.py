@@ -58,6 +58,11 @@ def _import_litellm(*, local_cost_map: bool = True) -> Any:
         if local_cost_map:
             # Without this, importing litellm fetches the price list from the network.
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        # The runner registers no litellm logging callbacks, yet litellm copies the whole history after
+        # every call to shorten base64 data in the log payload it builds: O(history) per step, about a
+        # fifth of a step's time at 50 steps. 0 turns the copy off; a user who adds litellm callbacks and
+        # wants images shortened in them sets the variable (docs/decisions.md).
+        os.environ.setdefault("MAX_BASE64_LENGTH_FOR_LOGGING", "0")
         import litellm
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on every error
