@@ -26,14 +26,33 @@ def interleaved(commands: dict[str, Sequence[str]], *, runs: int, cwd: str | Non
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def report(title: str, medians: dict[str, float], *, floor: str, target: float) -> bool:
-    """Print medians and ratios to the floor; True when every ratio is within ``target``."""
+def report(
+    title: str,
+    medians: dict[str, float],
+    *,
+    floor: str,
+    target: float,
+    ratios: dict[str, float] | None = None,
+) -> bool:
+    """Print medians and ratios to the floor; True when every ratio is within ``target``.
+
+    ``ratios``, when given, are the medians of per-round ratios (each contender over the floor's run
+    of the same round); they replace the ratio of the medians, which drift between rounds disturbs more.
+    """
     print(f"## {title}")
     base = medians[floor]
     ok = True
     for name, value in medians.items():
-        ratio = value / base
+        ratio = ratios[name] if ratios is not None else value / base
         mark = "" if name == floor else ("  ok" if ratio <= target else f"  OVER {target}x")
         ok = ok and (name == floor or ratio <= target)
         print(f"{name:<46} {value * 1000:8.1f} ms  {ratio:5.2f}x{mark}")
     return ok
+
+
+def paired_ratios(samples: dict[str, list[float]], floor: str) -> dict[str, float]:
+    """Median over rounds of each contender's time divided by the floor's time in the same round."""
+    return {
+        name: statistics.median(v / f for v, f in zip(values, samples[floor], strict=True))
+        for name, values in samples.items()
+    }

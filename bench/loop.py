@@ -25,14 +25,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # "event loop changed" notes: one loop per run here
 
-from bench.common import interleaved, report  # noqa: E402
+from bench.common import interleaved, paired_ratios, report  # noqa: E402
 from runner.testing import ScriptedServer  # noqa: E402
 
 TOOLS_MODULE = '''
@@ -189,39 +189,70 @@ def server_process(steps: int, calls: int) -> Iterator[str]:
         process.join(timeout=10)
 
 
-def per_step(runs: int, steps: int, calls: int, folder: Path) -> dict[str, float]:
-    """Median milliseconds per step of each contender."""
-    samples: dict[str, list[float]] = {
-        "minimal litellm loop": [],
-        "minimal loop on acompletion": [],
-        "runner (litellm)": [],
-        "runner (fast path)": [],
-    }
+#: The per-step contenders. Each runs in a process of its own (litellm's settings are per process, and
+#: one contender's background threads must not slow another); ``env`` is set before litellm is imported.
+CONTENDERS: dict[str, dict[str, Any]] = {
+    "minimal litellm loop": {"kind": "minimal"},
+    "minimal loop on acompletion": {"kind": "minimal_async"},
+    "acompletion loop, litellm log copy off": {
+        "kind": "minimal_async",
+        "env": {"MAX_BASE64_LENGTH_FOR_LOGGING": "0"},  # what the runner sets (docs/decisions.md)
+    },
+    "runner (litellm)": {"kind": "runner", "fast_path": False},
+    "runner (fast path)": {"kind": "runner", "fast_path": True},
+}
+
+
+def _contender(name: str, base_url: str, agent: Path, calls: int, conn: Any) -> None:
+    """Worker process: one timed run of contender ``name`` per request on ``conn``."""
+    setup = CONTENDERS[name]
+    os.environ.update(setup.get("env", {}))
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+
+    def once() -> tuple[int, float]:
+        start = time.perf_counter()
+        if setup["kind"] == "minimal":
+            return minimal_loop(base_url, calls), time.perf_counter() - start
+        if setup["kind"] == "minimal_async":
+            return asyncio.run(minimal_async_loop(base_url, calls)), time.perf_counter() - start
+        return asyncio.run(runner_loop(agent, fast_path=setup["fast_path"]))
+
+    once()  # warm-up: imports, connections
+    while conn.recv():
+        conn.send(once())
+
+
+def per_step(
+    runs: int, steps: int, calls: int, folder: Path, names: Sequence[str] = tuple(CONTENDERS)
+) -> dict[str, list[float]]:
+    """Milliseconds per step of each contender in each round, the contenders taking turns."""
+    # litellm reads its settings when imported: the workers must import it themselves, after ``env``.
+    assert "litellm" not in sys.modules, "per_step must run before this process imports litellm"
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    context = multiprocessing.get_context("fork")
     with server_process(steps, calls) as base_url:
         agent = write_agent(folder, base_url)
-
-        def timed_minimal() -> tuple[int, float]:
-            start = time.perf_counter()
-            return minimal_loop(base_url, calls), time.perf_counter() - start
-
-        async def timed_async() -> tuple[int, float]:
-            start = time.perf_counter()
-            return await minimal_async_loop(base_url, calls), time.perf_counter() - start
-
-        contenders = {
-            "minimal litellm loop": timed_minimal,
-            "minimal loop on acompletion": lambda: asyncio.run(timed_async()),
-            "runner (litellm)": lambda: asyncio.run(runner_loop(agent, fast_path=False)),
-            "runner (fast path)": lambda: asyncio.run(runner_loop(agent, fast_path=True)),
-        }
-        for fn in contenders.values():
-            fn()  # warm-up: imports, connections
-        for _ in range(runs):
-            for name, fn in contenders.items():
-                taken, seconds = fn()
-                samples[name].append(seconds / taken * 1000)
-                assert taken == steps, (name, taken)
-    return {name: statistics.median(values) for name, values in samples.items()}
+        workers = {}
+        try:
+            for name in names:
+                parent, child = context.Pipe()
+                process = context.Process(target=_contender, args=(name, base_url, agent, calls, child))
+                process.start()
+                workers[name] = (process, parent)
+            for _ in range(runs):
+                for name, (_, conn) in workers.items():
+                    conn.send(True)
+                    taken, seconds = conn.recv()
+                    samples[name].append(seconds / taken * 1000)
+                    assert taken == steps, (name, taken)
+        finally:
+            for process, conn in workers.values():
+                with contextlib.suppress(OSError):
+                    conn.send(False)
+                process.join(timeout=10)
+                if process.is_alive():
+                    process.terminate()
+    return samples
 
 
 def parallel_tools(folder: Path) -> dict[str, float]:
@@ -303,22 +334,24 @@ def one_step_run(runs: int, folder: Path) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=7, help="interleaved runs per figure (median)")
+    parser.add_argument("--runs", type=int, default=15, help="interleaved runs per figure (median)")
     args = parser.parse_args(argv)
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for calls in (1, 4):
-            medians = per_step(args.runs, 50, calls, folder)
+            samples = per_step(args.runs, 50, calls, folder)
             ok &= report(
-                f"per step, 50 steps, {calls} tool call(s) per step (ms/step)",
-                {k: v / 1000 for k, v in medians.items()},
+                f"per step, 50 steps, {calls} tool call(s) per step (ms/step; ratios: median of rounds)",
+                {k: statistics.median(v) / 1000 for k, v in samples.items()},
                 floor="minimal litellm loop",
                 target=1.2,
+                ratios=paired_ratios(samples, "minimal litellm loop"),
             )
         flat = {}
         for steps in (10, 100):
-            flat[steps] = per_step(max(3, args.runs // 2), steps, 1, folder)["runner (fast path)"]
+            runs = per_step(max(3, args.runs // 2), steps, 1, folder, names=["runner (fast path)"])
+            flat[steps] = statistics.median(runs["runner (fast path)"])
         ratio = flat[100] / flat[10]
         print(
             f"## history length: {flat[10]:.2f} ms/step at 10 steps, {flat[100]:.2f} at 100: "
