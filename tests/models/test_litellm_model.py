@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from litellm import exceptions as litellm
@@ -79,3 +82,32 @@ def test_import_uses_the_local_cost_map_unless_told_otherwise(monkeypatch: pytes
     monkeypatch.setattr(litellm_model, "_litellm", None)
     litellm_model._import_litellm()
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_import_turns_off_litellms_log_copy_unless_the_user_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAX_BASE64_LENGTH_FOR_LOGGING", raising=False)
+    monkeypatch.setattr(litellm_model, "_litellm", None)
+    litellm_model._import_litellm()
+    assert os.environ["MAX_BASE64_LENGTH_FOR_LOGGING"] == "0"
+    monkeypatch.setenv("MAX_BASE64_LENGTH_FOR_LOGGING", "64")
+    monkeypatch.setattr(litellm_model, "_litellm", None)
+    litellm_model._import_litellm()
+    assert os.environ["MAX_BASE64_LENGTH_FOR_LOGGING"] == "64"
+
+
+def test_litellm_reads_the_setting_the_runner_made_before_importing_it(tmp_path: Path) -> None:
+    """In a fresh process: litellm's constant is 0, so its per-call copy of the history is skipped."""
+    code = (
+        "from runner.models.litellm_model import _import_litellm\n"
+        "_import_litellm()\n"
+        "from litellm.litellm_core_utils import logging_utils\n"
+        "messages = [{'role': 'user', 'content': 'hi'}]\n"
+        "print(logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, "
+        "logging_utils.truncate_base64_in_messages(messages) is messages)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MAX_BASE64_LENGTH_FOR_LOGGING"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "True"]
