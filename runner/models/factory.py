@@ -36,7 +36,7 @@ def model_for(
         return OpenAICompatModel(model_id, api_base=api_base, api_key=api_key, timeout_s=timeout_s)
     from runner.models.litellm_model import LiteLLMModel
 
-    return LiteLLMModel(model_id, api_base=api_base, api_key=api_key)
+    return LiteLLMModel(model_id, api_base=api_base, api_key=api_key, timeout_s=timeout_s)
 
 
 def make_model(spec: ModelSpec, *, fast_path: bool = True, backoff_s: float = 0.5) -> ResilientModel:

@@ -27,6 +27,7 @@ from runner.models.base import (
     Usage,
     says_streaming_unsupported,
 )
+from runner.tools.threads import MODEL_THREADS
 
 __all__ = ["LiteLLMModel", "map_litellm_error", "supports_function_calling"]
 
@@ -119,12 +120,13 @@ class LiteLLMModel:
         *,
         api_base: str | None = None,
         api_key: str | None = None,
+        timeout_s: float = 120.0,
         local_cost_map: bool = True,
     ) -> None:
         self.name = model_id
         self.api_base = api_base
         self._local_cost_map = local_cost_map
-        self._fixed: dict[str, Any] = {"model": model_id, "max_retries": 0}
+        self._fixed: dict[str, Any] = {"model": model_id, "max_retries": 0, "timeout": timeout_s}
         if api_base:
             self._fixed["api_base"] = api_base
         if api_key:
@@ -152,10 +154,17 @@ class LiteLLMModel:
         return self._supports_tools
 
     async def complete(self, request: Request) -> Reply:
-        """Answer in one piece."""
+        """Answer in one piece: litellm's blocking ``completion`` on a model worker thread.
+
+        litellm's async path runs its success logging (a log payload the runner never reads, ~1 ms of
+        CPU per call) as a task on the caller's event loop, where it lands between a reply and the
+        tools it asked for; its sync path runs the same work on litellm's own threads, overlapping the
+        next request. Cancelling abandons the call: the thread finishes it and the answer is dropped.
+        Streaming stays on ``acompletion`` (chunks arrive on the loop; stopping early closes the stream).
+        """
         litellm = _import_litellm(local_cost_map=self._local_cost_map)
         try:
-            response = await litellm.acompletion(**self._arguments(request, stream=False))
+            response = await MODEL_THREADS.run(litellm.completion, **self._arguments(request, stream=False))
         except Exception as exc:
             raise map_litellm_error(exc, self.name) from exc
         try:

@@ -26,11 +26,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_WORKERS", "run_in_thread"]
+__all__ = ["MAX_WORKERS", "MODEL_THREADS", "TOOL_THREADS", "WorkerThreads", "run_in_thread"]
 
 T = TypeVar("T")
 
-#: The most worker threads alive at once; more sync calls than this wait for a free worker.
+#: The most worker threads of one set alive at once; more calls than this wait for a free worker.
 MAX_WORKERS = 256
 
 _Job = Callable[[], None]
@@ -39,7 +39,8 @@ _Job = Callable[[], None]
 class _Pool:
     """Daemon worker threads taking jobs from one queue; a new thread only when none is idle."""
 
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, name: str, max_workers: int) -> None:
+        self._name = name
         self._max = max_workers
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -55,7 +56,7 @@ class _Pool:
                 spawn = self._threads < self._max
                 self._threads += spawn
         if spawn:
-            threading.Thread(target=self._work, name=f"runner-tool-{self._threads}", daemon=True).start()
+            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
         self._jobs.put(job)
 
     def _work(self) -> None:
@@ -100,7 +101,6 @@ class _Inbox:
                 future.set_exception(error)
 
 
-_pool = _Pool(MAX_WORKERS)
 _inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
 _inboxes_lock = threading.Lock()
 
@@ -113,22 +113,35 @@ def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
     return inbox
 
 
-async def run_in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on a worker thread; its result or exception, here."""
-    loop = asyncio.get_running_loop()
-    inbox = _inbox(loop)
-    future: asyncio.Future[T] = loop.create_future()
-    context = contextvars.copy_context()
+class WorkerThreads:
+    """A named set of worker threads; ``await workers.run(fn, ...)`` runs ``fn`` on one of them."""
 
-    def job() -> None:
-        try:
-            value = context.run(fn, *args, **kwargs)
-        except StopIteration as exc:  # a future cannot carry StopIteration
-            inbox.put(future, None, RuntimeError(f"StopIteration raised by {fn!r}: {exc}"))
-        except BaseException as exc:
-            inbox.put(future, None, exc)
-        else:
-            inbox.put(future, value, None)
+    def __init__(self, name: str, max_workers: int = MAX_WORKERS) -> None:
+        self._pool = _Pool(name, max_workers)
 
-    _pool.submit(job)
-    return await future
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on a worker thread; its result or exception, here."""
+        loop = asyncio.get_running_loop()
+        inbox = _inbox(loop)
+        future: asyncio.Future[T] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def job() -> None:
+            try:
+                value = context.run(fn, *args, **kwargs)
+            except StopIteration as exc:  # a future cannot carry StopIteration
+                inbox.put(future, None, RuntimeError(f"StopIteration raised by {fn!r}: {exc}"))
+            except BaseException as exc:
+                inbox.put(future, None, exc)
+            else:
+                inbox.put(future, value, None)
+
+        self._pool.submit(job)
+        return await future
+
+
+#: Sync tools and hooks.
+TOOL_THREADS = WorkerThreads("runner-tool")
+#: Blocking model calls (litellm's sync API); apart, so that slow model calls never hold up tools.
+MODEL_THREADS = WorkerThreads("runner-model")
+run_in_thread = TOOL_THREADS.run

@@ -38,17 +38,20 @@ async def connect(request: pytest.FixtureRequest) -> AsyncIterator[Callable[...,
     models: list[Model] = []
 
     def make(
-        base_url: str, model_id: str = "openai/scripted-model", api_key: str | None = "sk-test"
+        base_url: str,
+        model_id: str = "openai/scripted-model",
+        api_key: str | None = "sk-test",
+        timeout_s: float = 120.0,
     ) -> Model:
         model: Model
         if request.param == "litellm":
             from runner.models.litellm_model import LiteLLMModel
 
-            model = LiteLLMModel(model_id, api_base=base_url, api_key=api_key)
+            model = LiteLLMModel(model_id, api_base=base_url, api_key=api_key, timeout_s=timeout_s)
         else:
             from runner.models.openai_compat import OpenAICompatModel
 
-            model = OpenAICompatModel(model_id, api_base=base_url, api_key=api_key)
+            model = OpenAICompatModel(model_id, api_base=base_url, api_key=api_key, timeout_s=timeout_s)
         models.append(model)
         return model
 

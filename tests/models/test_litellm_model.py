@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,3 +112,38 @@ def test_litellm_reads_the_setting_the_runner_made_before_importing_it(tmp_path:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["0", "True"]
+
+
+async def test_a_non_streaming_call_runs_off_the_loop_and_cancels_at_once() -> None:
+    """litellm's blocking call runs on a model worker thread; cancelling does not wait for the answer."""
+    import asyncio
+    import threading
+
+    seen: list[str] = []
+    original = litellm_model._import_litellm()
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(original, name)
+
+        @staticmethod
+        def completion(**kwargs: object) -> object:
+            seen.append(threading.current_thread().name)
+            return original.completion(**kwargs)
+
+    with ScriptedServer([{"content": "quick"}, {"content": "slow", "delay_s": 2.0}]) as server:
+        model = LiteLLMModel("openai/scripted", api_base=server.base_url, api_key="sk-test")
+        litellm_model._litellm, saved = Spy(), litellm_model._litellm
+        try:
+            reply = await model.complete(REQUEST)
+            assert reply.content == "quick"
+            assert seen and seen[0].startswith("runner-model-")
+            task = asyncio.create_task(model.complete(REQUEST))
+            await asyncio.sleep(0.2)
+            started = time.perf_counter()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.perf_counter() - started < 0.5
+        finally:
+            litellm_model._litellm = saved

@@ -295,6 +295,21 @@ async def test_timeout_is_a_retryable_model_error(serve: Serve, connect: Connect
     assert caught.value.status is None
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_models_own_timeout_applies(serve: Serve, connect: Connect, stream: bool) -> None:
+    """``model.timeout_s`` bounds each request on both paths (no per-request ``timeout`` given)."""
+    server = serve([{"content": "too late", "delay_s": 1.5}])
+    model = connect(server.base_url, timeout_s=0.3)
+    started = time.perf_counter()
+    with pytest.raises(ModelError) as caught:
+        if stream:
+            await collect(model, request(stream=True))
+        else:
+            await model.complete(request(stream=False))
+    assert time.perf_counter() - started < 1.2
+    assert caught.value.retryable
+
+
 async def test_stopping_a_stream_early_leaves_the_model_usable(serve: Serve, connect: Connect) -> None:
     server = serve([{"content": "a long answer, " * 5, "chunk_delay_s": 0.02}, {"content": "next"}])
     model = connect(server.base_url)

@@ -118,7 +118,7 @@ def test_a_result_for_a_closed_loop_is_dropped() -> None:
 
 
 def test_the_pool_never_starts_more_than_its_limit() -> None:
-    pool = threads._Pool(2)
+    pool = threads._Pool("test-pool", 2)
     started = threading.Barrier(3, timeout=2)
     release = threading.Event()
     ran: list[int] = []
