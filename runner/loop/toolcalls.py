@@ -86,10 +86,13 @@ class ToolGate:
                     state.stop = state.stop or "hook"
                     state.stop_note = state.stop_note or outcome.reason
                 return CallDecision.deny(f"Denied by a hook: {outcome.reason or 'no reason given'}")
-            if outcome.arguments is not None:
-                arguments = outcome.arguments
-                self.session.sink(ToolStarted(call.id, tool.name, arguments))
-                return CallDecision.replace(arguments)
+            if outcome.arguments is not None and outcome.arguments != arguments:
+                # The call that runs is the one the rules must judge: check the new arguments again.
+                decision = await self._permission(tool, outcome.arguments, state)
+                if decision is not None:
+                    return decision
+                self.session.sink(ToolStarted(call.id, tool.name, outcome.arguments))
+                return CallDecision.replace(outcome.arguments)
         self.session.sink(ToolStarted(call.id, tool.name, arguments))
         return None
 

@@ -5,14 +5,29 @@ be present and match (an argument that is not a string is compared as compact JS
 contain commas; a comma only separates arguments when ``key=`` follows it. When several rules match,
 ``deny`` wins over ``ask``, which wins over ``allow``.
 
-Argument globs match the whole value, so ``shell(command=git *)`` also matches ``git status; rm -rf /``:
-use them to *deny* or *ask* narrowly, and be careful when *allowing* with them.
+Two kinds of argument are read for what they mean rather than as plain text:
+
+- **Commands** (keys ``command`` and ``cmd``) are split into the simple commands they run
+  (``runner.tools.shellwords``). A deny or ask glob matches when it matches the whole line or any one
+  of its commands (also behind ``sudo``, ``env`` ...): ``shell(command=rm *)`` denies
+  ``ls && rm -rf /``. An allow glob matches only when it matches every command and the line has no
+  command substitution or output redirection to a file: ``shell(command=git *)`` allows
+  ``git status && git diff`` but not ``git status; rm -rf /`` (that one falls through to ``ask`` or
+  the tool's own confirmation).
+- **Paths** (keys ``path``, ``file``, ``filename``, ``dir``, ``directory``, ``cwd``, ``root`` and
+  keys ending in ``_path``, ``_file`` or ``_dir``) are also compared after normalization: an allow
+  glob must match both the value as given and normalized (``docs/*`` does not allow
+  ``docs/../.env``); a deny glob matches either.
+
+Rules are a guard rail, not a sandbox: an allowed program can still do whatever it can do.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +35,7 @@ from typing import Any, Literal
 
 from runner.errors import ConfigError
 from runner.spec.model import PermissionsSpec
+from runner.tools.shellwords import ParsedCommand, deny_candidates, parse_command
 
 __all__ = ["PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
 
@@ -29,6 +45,9 @@ _PATTERN = re.compile(r"^\s*(?P<name>[^()\s]+)\s*(?:\((?P<args>.*)\))?\s*$", re.
 _ARG_SPLIT = re.compile(r",\s*(?=[A-Za-z_][\w.-]*\s*=)")
 _ARG = re.compile(r"^\s*(?P<key>[A-Za-z_][\w.-]*)\s*=(?P<value>.*)$", re.DOTALL)
 _ORDER: tuple[Verdict, ...] = ("deny", "ask", "allow")
+_COMMAND_KEYS = frozenset({"command", "cmd"})
+_PATH_KEYS = frozenset({"path", "file", "filename", "dir", "directory", "cwd", "root"})
+_PATH_SUFFIXES = ("_path", "_file", "_dir")
 
 
 @dataclass(frozen=True)
@@ -39,14 +58,18 @@ class Rule:
     name: str
     arguments: tuple[tuple[str, str], ...] = ()
 
-    def matches(self, tool_name: str, arguments: Mapping[str, Any]) -> bool:
-        """Whether this rule applies to a call of ``tool_name`` with ``arguments``."""
+    def matches(self, tool_name: str, arguments: Mapping[str, Any], *, allow: bool = False) -> bool:
+        """Whether this rule applies to a call of ``tool_name`` with ``arguments``.
+
+        ``allow`` asks the strict question of an allow rule (every command of a command line, the
+        path before and after normalization); otherwise any match counts (deny and ask rules).
+        """
         if not fnmatch.fnmatchcase(tool_name, self.name):
             return False
         for key, glob in self.arguments:
             if key not in arguments:
                 return False
-            if not fnmatch.fnmatchcase(_as_text(arguments[key]), glob):
+            if not _value_matches(key, arguments[key], glob, allow=allow):
                 return False
         return True
 
@@ -101,7 +124,7 @@ class Permissions:
         args = arguments or {}
         for verdict in _ORDER:
             for rule in self._rules[verdict]:
-                if rule.matches(tool_name, args):
+                if rule.matches(tool_name, args, allow=verdict == "allow"):
                     return PermissionMatch(verdict, rule.pattern)
         return None
 
@@ -117,6 +140,33 @@ class Permissions:
 
     def __bool__(self) -> bool:
         return any(self._rules.values())
+
+
+def _value_matches(key: str, value: Any, glob: str, *, allow: bool) -> bool:
+    if isinstance(value, str) and key in _COMMAND_KEYS:
+        return _command_matches(_parsed(value), value, glob, allow=allow)
+    if isinstance(value, str) and value and (key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES)):
+        normalized = posixpath.normpath(value)
+        if allow:
+            return fnmatch.fnmatchcase(value, glob) and fnmatch.fnmatchcase(normalized, glob)
+        return fnmatch.fnmatchcase(value, glob) or fnmatch.fnmatchcase(normalized, glob)
+    return fnmatch.fnmatchcase(_as_text(value), glob)
+
+
+def _command_matches(parsed: ParsedCommand, line: str, glob: str, *, allow: bool) -> bool:
+    if allow:
+        texts = parsed.texts()
+        return bool(texts) and not parsed.opaque and all(fnmatch.fnmatchcase(t, glob) for t in texts)
+    if fnmatch.fnmatchcase(line, glob):
+        return True
+    return any(
+        fnmatch.fnmatchcase(text, glob) for words in parsed.commands for text in deny_candidates(words)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(line: str) -> ParsedCommand:
+    return parse_command(line)
 
 
 def _as_text(value: Any) -> str:

@@ -264,6 +264,16 @@ async def test_tool_pre_replaced_arguments_are_validated_again(agent, drive, ass
     assert_valid_history(run.history)
 
 
+async def test_tool_pre_replaced_arguments_are_checked_against_permissions_again(agent, drive):
+    """A hook cannot smuggle a call past ``permissions``: the rules judge the arguments that run."""
+    body = hooks_yaml(tool_pre=["python: $HOOKS:double_arguments"])
+    body += "permissions:\n  allow: ['add(a=1)']\n  deny: ['add(a=10)']\n"
+    spec = agent(body, tools=TOOLS, hooks=HOOKS)
+    run = await drive(spec, [tool_call("add", a=1, b=2), text("denied")], "add")
+    result = run.tool_results()[0]
+    assert result["content"] == "Denied by the permissions rule 'add(a=10)'."
+
+
 async def test_tool_pre_deny_returns_the_reason_as_the_result_and_ends_the_chain(agent, drive):
     body = hooks_yaml(tool_pre=["python: $HOOKS:deny", "python: $HOOKS:record"])
     spec = agent(body, tools=TOOLS, hooks=HOOKS)
