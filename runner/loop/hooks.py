@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.spec.imports import resolve_callable
-from runner.spec.model import AgentSpec, HookSpec
+from runner.spec.model import MESSAGE_EVENTS, AgentSpec, HookSpec
 from runner.tools.threads import run_in_thread
 
 
@@ -97,7 +97,22 @@ class HookFailed(Exception):
 
 
 FailureReporter = Callable[[HookSpec, str, str], None]
+IgnoredReporter = Callable[[HookSpec, str, tuple[str, ...]], None]
 MessageRenderer = Callable[[HookSpec, HookEvent], str]
+
+
+def ignored_fields(event: str, result: HookResult) -> tuple[str, ...]:
+    """The ``HookResult`` fields ``event`` has no use for (SPEC 6), which a hook nevertheless set."""
+    ignored: list[str] = []
+    if result.messages and event not in MESSAGE_EVENTS:
+        ignored.append("messages")
+    if result.deny and event != "tool_pre":
+        ignored.append("deny")
+    if result.arguments is not None and event != "tool_pre":
+        ignored.append("arguments")
+    if result.output is not None and event != "tool_post":
+        ignored.append("output")
+    return tuple(ignored)
 
 
 def _as_message(item: Any, role: str = "user") -> dict[str, Any]:
@@ -110,11 +125,17 @@ class HookRunner:
     """Runs the hook chains of one agent."""
 
     def __init__(
-        self, spec: AgentSpec, *, render_message: MessageRenderer, on_failure: FailureReporter
+        self,
+        spec: AgentSpec,
+        *,
+        render_message: MessageRenderer,
+        on_failure: FailureReporter,
+        on_ignored: IgnoredReporter | None = None,
     ) -> None:
         self.chains = spec.hooks
         self.render_message = render_message
         self.on_failure = on_failure
+        self.on_ignored = on_ignored
         self._callables: dict[tuple[str, str], Callable[..., Any]] = {}
 
     def has(self, event: str) -> bool:
@@ -135,6 +156,9 @@ class HookRunner:
                     outcome.reason = f"a required hook failed: {exc}"
                     break
                 continue
+            ignored = ignored_fields(event.event, result)
+            if ignored and self.on_ignored is not None:
+                self.on_ignored(hook, event.event, ignored)
             outcome.messages.extend(
                 _as_message(m, hook.role if hook.kind == "message" else "user") for m in result.messages
             )
@@ -217,7 +241,8 @@ class HookRunner:
                         return HookResult.coerce(data)
                     except (ValueError, TypeError) as exc:
                         raise HookFailed(f"`{hook.value}` printed an invalid HookResult: {exc}") from None
-            return HookResult(messages=[stdout] if stdout else [])
+            # Plain text is a message only where messages go (SPEC 6); elsewhere it is just output.
+            return HookResult(messages=[stdout] if stdout and event.event in MESSAGE_EVENTS else [])
         if proc.returncode == 2:
             reason = stderr or f"`{hook.value}` exited with 2"
             if event.event == "tool_pre":

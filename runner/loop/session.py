@@ -32,10 +32,11 @@ from runner.loop.events import (
     TurnEnded,
     UsageUpdate,
 )
-from runner.loop.hooks import ChainOutcome, HookEvent, HookRunner
+from runner.loop.hooks import ChainOutcome, HookEvent
 from runner.loop.limits import Budget, RepeatGuard
 from runner.loop.modes import Mode
 from runner.loop.prompts import PromptRenderer, compose_system
+from runner.loop.session_hooks import SessionHooks
 from runner.loop.toolcalls import NOTE_PREFIX, ToolGate
 from runner.models.base import (
     Completed,
@@ -166,7 +167,8 @@ class Session:
         self.permissions = Permissions(spec.permissions)
         self.always_allowed: set[str] = set()
         self._confirming = asyncio.Lock()
-        self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
+        self.hook_glue = SessionHooks(self)
+        self.hooks = self.hook_glue.runner()
         self.tool_ctx = RunContext(
             session_id=session_id,
             agent=spec.name,
@@ -212,6 +214,11 @@ class Session:
     def _event(self, name: str, **data: Any) -> None:
         if self.transcript is not None:
             self.transcript.event(name, **data)
+
+    @property
+    def current_input(self) -> str:
+        """The user input of the turn under way (what templates see as ``input``)."""
+        return self._input
 
     def record_event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript (used by nested sessions and the edges)."""
@@ -279,7 +286,7 @@ class Session:
         """Run ``session_start`` hooks; False when one of them stops the session."""
         if not self.hooks.has("session_start"):
             return True
-        outcome = await self.hooks.run(self._hook_event("session_start"))
+        outcome = await self.hooks.run(self.hook_glue.event("session_start"))
         for message in outcome.messages:
             self._append(message)
         if outcome.stop:
@@ -292,7 +299,7 @@ class Session:
     async def end(self) -> None:
         """Run ``session_end`` hooks."""
         if self.hooks.has("session_end"):
-            await self.hooks.run(self._hook_event("session_end"))
+            await self.hooks.run(self.hook_glue.event("session_end"))
 
     def enqueue(self, text: str, *, origin: str = "user") -> bool:
         """Add an input to the prompt queue, within ``max_queue`` and ``max_turns``; False if dropped."""
@@ -367,7 +374,7 @@ class Session:
         self.renderer = prepared.renderer
         self.instructions = [i for i in prepared.instructions if i.strip()]
         self.permissions = Permissions(spec.permissions)
-        self.hooks = HookRunner(spec, render_message=self._render_hook_message, on_failure=self._hook_failed)
+        self.hooks = self.hook_glue.runner()
         self._repeat = RepeatGuard(spec.limits.max_repeat)
         if prepared.mode is not None:
             self.mode = prepared.mode
@@ -404,7 +411,7 @@ class Session:
                 self._render_system(text)
             self._append(self.renderer.user(text))
             if self.hooks.has("turn_pre"):
-                outcome = await self._interruptible_hooks(self._hook_event("turn_pre"))
+                outcome = await self._interruptible_hooks(self.hook_glue.event("turn_pre"))
                 if outcome is None:
                     state.stop, state.stop_note = "interrupted", "interrupted by the user"
                 else:
@@ -487,7 +494,7 @@ class Session:
     async def _after_turn(self) -> None:
         for event in ("turn_post", "loop_continue"):
             if self.hooks.has(event):
-                outcome = await self._interruptible_hooks(self._hook_event(event))
+                outcome = await self._interruptible_hooks(self.hook_glue.event(event))
                 if outcome is None:
                     self.note(f"interrupted the {event} hooks; nothing was queued")
                     return
@@ -524,7 +531,7 @@ class Session:
             state.limit = LimitReached(state.stop_note, limit="max_steps")
             return
         if self.hooks.has("step_pre"):
-            outcome = await self.hooks.run(self._hook_event("step_pre", step=state.steps + 1))
+            outcome = await self.hooks.run(self.hook_glue.event("step_pre", step=state.steps + 1))
             for message in outcome.messages:
                 self._append(message)
             if outcome.stop:
@@ -552,7 +559,7 @@ class Session:
         message = self.mode.assistant_message(reply)
         if self.hooks.has("generation_post"):
             outcome = await self.hooks.run(
-                self._hook_event("generation_post", step=state.steps, message=message)
+                self.hook_glue.event("generation_post", step=state.steps, message=message)
             )
             if outcome.stop:
                 state.stop, state.stop_note = (
@@ -741,33 +748,6 @@ class Session:
                 estimated_tokens=ctxmod.estimate_tokens(self._chars + fixed),
             )
             self.note(f"compressed {len(done)} old tool output(s) to fit limits.context_tokens ({limit})")
-
-    # ----------------------------------------------------------------- hooks
-
-    def _hook_event(self, name: str, *, step: int = 0, **fields: Any) -> HookEvent:
-        return HookEvent(
-            event=name,
-            agent=self.spec.name,
-            session_id=self.session_id,
-            turn=self.turn,
-            step=step,
-            messages=list(self.history),
-            **fields,
-        )
-
-    def _render_hook_message(self, hook: Any, event: HookEvent) -> str:
-        from runner.spec.model import TemplateSource
-        from runner.spec.templates import HOOK_EVENT_NAMES
-
-        source = TemplateSource(text=hook.value, origin=self.spec.path)
-        fields = {name: getattr(event, name, None) for name in HOOK_EVENT_NAMES}
-        return self.renderer.render(source, self._input, fields)
-
-    def _hook_failed(self, hook: Any, event: str, message: str) -> None:
-        self._event(
-            "hook", hook_event=event, kind=hook.kind, value=hook.value, error=message, required=hook.required
-        )
-        self.note(f"{event} hook failed: {message}", "error" if hook.required else "warning")
 
 
 def _is_note(message: dict[str, Any]) -> bool:

@@ -73,7 +73,7 @@ class ToolGate:
         if decision is not None:
             return decision
         if self.session.hooks.has("tool_pre"):
-            event = self.session._hook_event(
+            event = self.session.hook_glue.event(
                 "tool_pre",
                 step=state.steps,
                 tool_call={"id": call.id, "name": tool.name, "arguments": arguments},
@@ -134,7 +134,7 @@ class ToolGate:
     ) -> ToolResult | str | None:
         content = result.content
         if self.session.hooks.has("tool_post"):
-            event = self.session._hook_event(
+            event = self.session.hook_glue.event(
                 "tool_post",
                 step=state.steps,
                 tool_call={"id": call.id, "name": result.name, "arguments": result.arguments or {}},

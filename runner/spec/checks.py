@@ -10,7 +10,7 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.spec.build import origin_dir
 from runner.spec.imports import resolve_callable
-from runner.spec.model import SOURCE_KINDS, TemplateSource
+from runner.spec.model import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
 from runner.spec.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine
 from runner.spec.validate import suggest
 from runner.spec.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
@@ -58,6 +58,13 @@ class _Checker:
                 if "python" in hook:
                     self.importable(hook["python"], (*path, "python"))
                 elif "message" in hook:
+                    if event in HOOK_EVENTS and event not in MESSAGE_EVENTS:
+                        self.fail(
+                            f"a message hook at {event} would add nothing: {event} hooks cannot add messages",
+                            (*path, "message"),
+                            hint=f"messages can be added at {', '.join(MESSAGE_EVENTS)}",
+                        )
+                        continue
                     self.template((*path, "message"), hook["message"], extra_names=HOOK_EVENT_NAMES)
         return self.errors
 

@@ -29,6 +29,8 @@ HOOK_EVENTS: tuple[str, ...] = (
     "loop_continue",
     "session_end",
 )
+#: Events whose hooks may add messages (SPEC 6): to the history, or to the prompt queue (the last two).
+MESSAGE_EVENTS: tuple[str, ...] = ("session_start", "turn_pre", "step_pre", "turn_post", "loop_continue")
 BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
 
 

@@ -92,6 +92,10 @@ async def slow(event):
 
 def raise_error(event):
     raise RuntimeError("hook crashed")
+
+
+def output_everywhere(event):
+    return {"output": "from the wrong event"}
 """
 
 COMMAND = """
@@ -506,3 +510,38 @@ async def test_ctrl_c_stops_a_slow_turn_post_hook_and_queues_nothing(agent, driv
     await drive(spec, [text("answer")], during=interrupt_hook)
     assert outcome["result"].reason == "done" and outcome["result"].output == "answer"
     assert outcome["queue"] == []
+
+
+async def test_fields_an_event_cannot_use_are_reported_once_not_dropped_silently(agent, drive):
+    body = hooks_yaml(
+        tool_pre=["python: $HOOKS:sync_message"],
+        turn_post=["python: $HOOKS:output_everywhere"],
+    )
+    spec = agent(body, tools=TOOLS, hooks=HOOKS)
+    script = [tool_call("add", a=1, b=2), tool_call("add", a=3, b=4), text("done")]
+    run = await drive(spec, script, "add twice")
+    warnings = [n.text for n in run.notes() if n.level == "warning"]
+    hooks_module = agent.modules["hooks"]
+    assert warnings == [
+        f"tool_pre hook '{hooks_module}:sync_message' returned messages, which tool_pre hooks cannot use, "
+        "so it was ignored (messages only at session_start, turn_pre, step_pre, turn_post, loop_continue)",
+        f"turn_post hook '{hooks_module}:output_everywhere' returned output, which turn_post hooks cannot "
+        "use, so it was ignored (output only at tool_post)",
+    ]  # two tool_pre calls, one warning
+    assert [e["data"]["ignored"] for e in run.transcript_events("hook")] == [["messages"], ["output"]]
+    assert [m["content"] for m in run.tool_results()] == ["3", "7"]
+    assert not any(m.get("content") == "context from a sync hook" for m in run.history)
+
+
+async def test_a_command_hooks_plain_output_outside_message_events_is_just_output(agent, drive, command):
+    spec = agent(hooks_yaml(tool_post=[f"command: {command('plain')}"]), tools=TOOLS)
+    run = await drive(spec, [tool_call("add", a=1, b=2), text("3")], "add")
+    assert not [n for n in run.notes() if n.level != "info"]
+    assert not run.transcript_events("hook")
+
+
+async def test_a_command_hooks_json_messages_outside_message_events_are_reported(agent, drive, command):
+    spec = agent(hooks_yaml(tool_post=[f"command: {command('json')}"]), tools=TOOLS)
+    run = await drive(spec, [tool_call("add", a=1, b=2), text("3")], "add")
+    [warning] = [n.text for n in run.notes() if n.level == "warning"]
+    assert warning.startswith("tool_post hook ") and "returned messages" in warning

@@ -22,7 +22,7 @@ def _summary(errors: list[ConfigError]) -> list[tuple[int, int, str, str]]:
 
 def test_hook_message_may_use_the_fields_of_the_event(tmp_path: Path) -> None:
     body = (
-        "hooks:\n  tool_post:\n    - message: '{{ event }} {{ turn }} {{ step }} {{ tool_call.name }}"
+        "hooks:\n  turn_post:\n    - message: '{{ event }} {{ turn }} {{ step }} {{ tool_call.name }}"
         " {{ output }} {{ is_error }} {{ session_id }} {{ messages | length }} {{ agent }}'\n"
     )
     assert _check(tmp_path, body) == []
