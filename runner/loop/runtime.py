@@ -7,6 +7,7 @@ the model's connections, the transcript) is closed when it exits, in the task th
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,7 @@ from runner.store.transcript import (
 )
 from runner.tools.registry import ToolRegistry
 from runner.tools.sources import SourceContext, SourceFailure
+from runner.tools.threads import run_in_thread
 
 
 @dataclass
@@ -232,6 +234,35 @@ def _cassette_model(spec: AgentSpec, config: SessionConfig, sink: EventSink) -> 
     return model, None
 
 
+#: How long a file's git state is reused while the file itself is unchanged (``agent_provenance``).
+PROVENANCE_TTL_S = 10.0
+_provenance: dict[tuple[str, int, int], tuple[float, str, dict[str, Any] | None]] = {}
+
+
+async def agent_provenance(path: Path) -> tuple[str, dict[str, Any] | None]:
+    """The sha256 of an agent file and its git state, for a transcript header.
+
+    ``git`` runs two subprocesses (~5 ms): they run on a worker thread, not the event loop, and the
+    answer is reused for ``PROVENANCE_TTL_S`` while the file's size and mtime stay the same, so the
+    sessions ``runner serve`` opens per request do not pay for it each time. A commit made within that
+    time may show the previous commit; a change of the file itself never goes unseen.
+    """
+    try:
+        stat = path.stat()
+    except OSError:
+        return await run_in_thread(lambda: (file_sha256(path), git_state(path)))
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    now = time.monotonic()
+    cached = _provenance.get(key)
+    if cached is not None and now - cached[0] < PROVENANCE_TTL_S:
+        return cached[1], cached[2]
+    sha256, git = await run_in_thread(lambda: (file_sha256(path), git_state(path)))
+    if len(_provenance) > 256:
+        _provenance.clear()
+    _provenance[key] = (now, sha256, git)
+    return sha256, git
+
+
 @asynccontextmanager
 async def open_session(
     spec: AgentSpec,
@@ -272,18 +303,19 @@ async def open_session(
             )
             stack.callback(transcript.close)
             if resume is None:
+                sha256, git = await agent_provenance(spec.path)
                 transcript.header(
                     session_id=session_id,
                     agent=spec.name,
                     agent_path=str(spec.path),
-                    agent_sha256=file_sha256(spec.path),
-                    git=git_state(spec.path),
+                    agent_sha256=sha256,
+                    git=git,
                     model=model.name,
                     replay=str(config.replay) if config.replay else None,
                     record=str(config.record) if config.record else None,
                 )
             else:
-                transcript.event("resume", agent_sha256=file_sha256(spec.path))
+                transcript.event("resume", agent_sha256=(await agent_provenance(spec.path))[0])
         renderer = PromptRenderer(spec, variables=options.variables, tools=tool_list(registry), clock=clock)
         session = Session(
             spec,
