@@ -6,9 +6,16 @@ binary content is refused. Long text is returned ``max_chars`` at a time (the ``
 on). A non-2xx status is a tool error with the status and the beginning of the body. Only ``http`` and
 ``https`` URLs are fetched; redirects are followed.
 
-Options: ``max_chars`` (default 100000), ``timeout_s`` (the whole request, default 20) and
-``headers`` (sent with every request). One ``httpx.AsyncClient`` per source, closed with the session.
-Note that the tool can reach any host the machine can, including local and private addresses.
+Private and local addresses are refused (a guard against server-side request forgery, in
+``toolsets._netguard``): loopback, private networks, link-local (cloud metadata at 169.254.169.254),
+CGNAT, unique-local, multicast and the like, whether the URL names the address, its host name
+resolves to it or the connection goes to it, for the URL and for every redirect followed.
+
+Options: ``max_chars`` (default 100000), ``timeout_s`` (the whole request, default 20), ``headers``
+(sent with every request), ``allow_hosts`` (``host`` or ``host:port`` globs fetched even when
+private, e.g. ``docs.internal``, ``127.0.0.1:8080``, ``*.corp.example``) and ``allow_private``
+(true turns the guard off). One ``httpx.AsyncClient`` per source, closed with the session; proxies
+from the environment are used.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
     import httpx
 
     from runner.tools.builtin import ToolsetContext
+    from toolsets._netguard import PrivateAddressError
 
 __all__ = ["OPTIONS_SCHEMA", "build", "html_to_text"]
 
@@ -51,6 +59,19 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": {},
             "description": "HTTP headers sent with every request",
         },
+        "allow_private": {
+            "type": "boolean",
+            "default": False,
+            "description": "fetch private and local addresses too (loopback, private networks, "
+            "link-local such as 169.254.169.254); off by default",
+        },
+        "allow_hosts": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "default": [],
+            "description": "hosts fetched even when they are private or local: host or host:port globs, "
+            "any case, e.g. docs.internal, 127.0.0.1:8080, *.corp.example",
+        },
     },
     "additionalProperties": False,
 }
@@ -70,7 +91,14 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
 
     timeout_s = float(options["timeout_s"])
     headers = {"User-Agent": _USER_AGENT, **{str(k): str(v) for k, v in options["headers"].items()}}
-    client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=True, max_redirects=10, headers=headers)
+    settings: dict[str, Any] = {"timeout": timeout_s, "follow_redirects": True, "max_redirects": 10}
+    if options["allow_private"]:
+        client = httpx.AsyncClient(headers=headers, **settings)
+    else:
+        from toolsets._netguard import guarded_transports
+
+        transport, mounts = guarded_transports(allow_hosts=[str(host) for host in options["allow_hosts"]])
+        client = httpx.AsyncClient(headers=headers, transport=transport, mounts=mounts, **settings)
     ctx.stack.push_async_callback(client.aclose)
     fetcher = _Fetcher(client, max_chars=int(options["max_chars"]), timeout_s=timeout_s)
 
@@ -118,6 +146,8 @@ class _Fetcher:
         """The response to ``GET url`` as text, ``max_chars`` from ``start``; failures are ToolErrors."""
         import httpx
 
+        from toolsets._netguard import PrivateAddressError
+
         url = url.strip()
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
@@ -126,6 +156,8 @@ class _Fetcher:
             async with asyncio.timeout(self.timeout_s):
                 async with self.client.stream("GET", url) as response:
                     body, complete = await _read_capped(response)
+        except PrivateAddressError as exc:
+            raise ToolError(_refusal(url, exc)) from None
         except (TimeoutError, httpx.TimeoutException):
             raise ToolError(f"Fetching {url} timed out after {self.timeout_s:g} s.") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -162,6 +194,17 @@ class _Fetcher:
         if not complete:
             lines.append(f"[the response is larger than {_MAX_BYTES} bytes; only its beginning was read]")
         return "\n".join(lines)
+
+
+def _refusal(url: str, error: PrivateAddressError) -> str:
+    """Why ``url`` was not fetched, and the options that would allow it."""
+    import httpx
+
+    where = f"it redirects to {error.url}, and " if error.url != httpx.URL(url) else ""
+    return (
+        f"Refused to fetch {url}: {where}{error.reason}. The agent can allow it with the fetch "
+        f'toolset\'s option allow_private: true or allow_hosts: ["{error.allow_entry}"].'
+    )
 
 
 async def _read_capped(response: httpx.Response) -> tuple[bytes, bool]:
