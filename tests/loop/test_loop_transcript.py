@@ -201,3 +201,29 @@ async def test_set_model_sends_the_next_step_to_the_new_model(agent, drive):
     assert run.session.outputs == ["from the first model", "from the other model"]
     [event] = run.transcript_events("model")
     assert event["data"]["model"] == "other"
+
+
+async def test_provenance_is_computed_off_the_loop_once_per_unchanged_file(agent, drive, monkeypatch):
+    """runner serve opens a session per request: git runs once, on a worker thread, not per request."""
+    import threading
+
+    from runner.loop import runtime
+
+    calls: list[str] = []
+    real = runtime.git_state
+
+    def counting(path):
+        calls.append(threading.current_thread().name)
+        return real(path)
+
+    monkeypatch.setattr(runtime, "git_state", counting)
+    spec = agent(tools=TOOLS)
+    for _ in range(3):
+        await drive(spec, [text("hi")], "hello")
+    assert len(calls) == 1
+    assert calls[0].startswith("runner-tool-")
+    with spec.path.open("a", encoding="utf-8") as file:
+        file.write("# an edit\n")
+    run = await drive(spec, [text("hi")], "hello")
+    assert len(calls) == 2
+    assert run.records()[0]["agent_sha256"] == hashlib.sha256(spec.path.read_bytes()).hexdigest()
