@@ -1,5 +1,8 @@
 """Sync tools and hooks on worker threads, cheaply (SPEC 7: sync functions run in a worker thread).
 
+Two sets of workers: ``TOOL_THREADS`` (``run_in_thread``: sync tools, sync hooks, file provenance) and
+``MODEL_THREADS`` (litellm's blocking ``completion``), so that slow model calls never hold up tools.
+
 ``asyncio.to_thread`` costs two hand-offs per call on top of the thread switch: a
 ``concurrent.futures.Future`` chained to an asyncio future, and one wake-up of the event loop per
 finished call. Measured on this project's 2-core machine, four trivial sync calls in one step took
