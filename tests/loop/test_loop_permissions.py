@@ -157,3 +157,26 @@ async def test_a_confirm_prompt_that_fails_still_leaves_every_call_answered(
     assert outcome["history"][-1]["content"].startswith("Not executed")
     assert_valid_history(outcome["history"])
     assert [e["data"]["error"] for e in run.transcript_events("error")] == ["EOFError"]
+
+
+async def test_an_allowed_command_glob_does_not_run_what_else_the_line_chains(agent, drive, tmp_path):
+    """End to end with the real shell toolset: the chained command needs confirmation, and gets none."""
+    body = (
+        "tools:\n  - builtin: shell\n"
+        'permissions:\n  allow: ["shell(command=echo *)"]\n  deny: ["shell(command=rm *)"]\n'
+    )
+    spec = agent(body)
+    (tmp_path / "keep.txt").write_text("precious", encoding="utf-8")
+    script = [
+        tool_call("shell", command="echo one && echo two"),
+        tool_call("shell", command="echo hi; touch pwned.txt"),
+        tool_call("shell", command="echo bye\nrm keep.txt"),
+        text("done"),
+    ]
+    run = await drive(spec, script, "go")
+    ran, chained, denied = (m["content"] for m in run.tool_results())
+    assert "one" in ran and "two" in ran
+    assert chained.startswith("Refused: shell needs the user's confirmation")
+    assert denied == "Denied by the permissions rule 'shell(command=rm *)'."
+    assert not (tmp_path / "pwned.txt").exists()
+    assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "precious"
