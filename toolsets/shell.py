@@ -2,8 +2,14 @@
 
 Options: ``cwd`` (the working folder, relative to the agent file, created when missing; default the
 agent file's folder), ``timeout_s`` (default 30), ``output_chars`` (default 20000), ``env`` (variables
-added to the environment) and ``inherit_env`` (default true; false passes only PATH, HOME, LANG and
-``env``). The tool asks for confirmation unless the source says ``confirm: false``.
+added to the environment), ``inherit_env`` (default true; false passes only PATH, HOME, LANG and
+``env``) and ``inherit_secrets`` (default false). The tool asks for confirmation unless the source says
+``confirm: false``.
+
+Variables whose names contain KEY, TOKEN, SECRET or PASSWORD (the runner's own test for secrets) are
+not passed on from the runner's environment unless ``inherit_secrets: true``: a command the model
+writes must not be able to print the agent's API keys. A secret a command needs goes in ``env``
+(``GITHUB_TOKEN: ${GITHUB_TOKEN}``), where the agent file names it.
 
 Each command runs in its own session and process group with stdin closed; stdout and stderr are read
 together, in the order written. When the command ends, times out or its call is cancelled, the whole
@@ -20,6 +26,7 @@ import signal
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError, ToolError
+from runner.spec.interpolate import is_secret_name
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
@@ -61,6 +68,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": True,
             "description": "pass the runner's environment on (false: only PATH, HOME, LANG and env)",
         },
+        "inherit_secrets": {
+            "type": "boolean",
+            "default": False,
+            "description": "also pass on variables whose names contain KEY, TOKEN, SECRET or PASSWORD "
+            "(withheld by default; name one in env to pass just that one)",
+        },
     },
     "additionalProperties": False,
 }
@@ -80,7 +93,11 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     except OSError as exc:
         raise ConfigError(f"cannot create the folder {str(cwd)!r}: {exc.strerror}", path="cwd") from None
     if options["inherit_env"]:
-        env = dict(os.environ)
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if options["inherit_secrets"] or not is_secret_name(key)
+        }
     else:
         env = {key: os.environ[key] for key in _KEPT_WITHOUT_INHERIT if key in os.environ}
     env.update({str(key): str(value) for key, value in options["env"].items()})

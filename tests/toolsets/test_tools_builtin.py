@@ -109,4 +109,11 @@ async def test_an_unknown_toolset_is_a_config_error_with_a_suggestion(load_built
 def test_validate_options_fills_in_the_defaults() -> None:
     schema = load_toolset("shell").OPTIONS_SCHEMA
     options = validate_options("shell", {"timeout_s": 5}, schema)
-    assert options == {"cwd": ".", "timeout_s": 5, "output_chars": 20_000, "env": {}, "inherit_env": True}
+    assert options == {
+        "cwd": ".",
+        "timeout_s": 5,
+        "output_chars": 20_000,
+        "env": {},
+        "inherit_env": True,
+        "inherit_secrets": False,
+    }

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runner.errors import ToolError
+from runner.errors import ConfigError, ToolError
 from runner.spec.model import AgentSpec, ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
@@ -138,13 +138,40 @@ async def test_long_output_is_cut_in_the_middle_with_a_note(load_builtin: Any, r
 async def test_env_option_sets_variables_and_inherit_env_false_drops_the_rest(
     load_builtin: Any, run_ctx: RunContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("RUNNER_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("RUNNER_TEST_VALUE", "plain")
     inherit = await load_builtin("shell", {"env": {"GREETING": "hello", "PORT": 8080}})
-    output = await inherit["shell"].call({"command": 'echo "$GREETING $PORT $RUNNER_TEST_SECRET"'}, run_ctx)
-    assert output.startswith("hello 8080 s3cret\n")
+    output = await inherit["shell"].call({"command": 'echo "$GREETING $PORT $RUNNER_TEST_VALUE"'}, run_ctx)
+    assert output.startswith("hello 8080 plain\n")
     isolated = await load_builtin("shell", {"env": {"GREETING": "hi"}, "inherit_env": False})
-    output = await isolated["shell"].call({"command": 'echo "$GREETING [$RUNNER_TEST_SECRET]"'}, run_ctx)
+    output = await isolated["shell"].call({"command": 'echo "$GREETING [$RUNNER_TEST_VALUE]"'}, run_ctx)
     assert output.startswith("hi []\n")
+
+
+async def test_secret_looking_variables_are_withheld_unless_named_or_asked_for(
+    load_builtin: Any, run_ctx: RunContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command the model writes must not read the agent's API keys from the runner's environment."""
+    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD"):
+        monkeypatch.setenv(name, f"value-of-{name}")
+    command = 'echo "[$OPENAI_API_KEY][$GITHUB_TOKEN][$AWS_SECRET_ACCESS_KEY][$DB_PASSWORD][$HOME]"'
+    default = await load_builtin("shell")
+    output = await default["shell"].call({"command": command}, run_ctx)
+    assert output.startswith("[][][][][/")
+    named = await load_builtin("shell", {"env": {"GITHUB_TOKEN": "given"}})
+    output = await named["shell"].call({"command": command}, run_ctx)
+    assert output.startswith("[][given][][][/")
+    everything = await load_builtin("shell", {"inherit_secrets": True})
+    output = await everything["shell"].call({"command": command}, run_ctx)
+    assert output.startswith(
+        "[value-of-OPENAI_API_KEY][value-of-GITHUB_TOKEN][value-of-AWS_SECRET_ACCESS_KEY][value-of-DB_PASSWORD]"
+    )
+
+
+async def test_inherit_secrets_must_be_a_boolean(load_builtin: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        await load_builtin("shell", {"inherit_secrets": "yes"})
+    assert caught.value.path == "tools[0].with.inherit_secrets"
+    assert "option 'inherit_secrets': 'yes' is not of type 'boolean'" in caught.value.message
 
 
 async def test_confirm_defaults_to_true_and_confirm_false_turns_it_off(load_builtin: Any) -> None:
