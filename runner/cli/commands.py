@@ -12,7 +12,7 @@ import typer
 from runner.cli.main import display_path, echo_error
 from runner.errors import ConfigError
 from runner.spec import find_agent, load_agent, load_file
-from runner.spec.agentfile import AGENT_SUFFIXES, check_file
+from runner.spec.agentfile import AGENT_SUFFIXES, AgentFile, inspect_file
 from runner.spec.loader import explain as explain_values
 
 #: Folders a directory argument never searches (environments, dependencies, caches).
@@ -46,11 +46,10 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
     return out
 
 
-def _source_errors(path: Path) -> list[ConfigError]:
+def _source_errors(agent_file: AgentFile) -> list[ConfigError]:
     """Checks of tool sources that need no connection (a built-in toolset's ``with:`` options)."""
     from runner.spec import spec_from_file
 
-    agent_file = load_file(path)
     errors: list[ConfigError] = []
     for name in agent_file.names:
         spec = spec_from_file(agent_file, name)
@@ -67,22 +66,22 @@ def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables
     report: list[dict[str, Any]] = []
     invalid = False
     for ref, target in _expand(refs):
+        agent_file: AgentFile | None = None
         if isinstance(target, ConfigError):
             errors = [target]
             path_text = ref
         else:
             path_text = display_path(str(target))
-            errors = check_file(target, extra_vars=variables.keys())
-            if not errors:
-                errors = _source_errors(target)
+            agent_file, errors = inspect_file(target, extra_vars=variables.keys())
+            if not errors and agent_file is not None:
+                errors = _source_errors(agent_file)
         invalid = invalid or bool(errors)
         entry: dict[str, Any] = {
             "file": path_text,
             "valid": not errors,
             "errors": [e.as_dict() for e in errors],
         }
-        if not errors and isinstance(target, Path):
-            agent_file = load_file(target)
+        if not errors and agent_file is not None:
             entry["agents"] = list(agent_file.names)
             if explain:
                 entry["explain"] = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.agentfile import AGENT_SUFFIXES, check_file, load_file, spec_from_file
+from runner.spec.agentfile import AGENT_SUFFIXES, inspect_file, spec_from_file
 from runner.spec.model import AgentSpec
 
 __all__ = ["Catalog", "ServedAgent", "find_agent_files", "load_catalog"]
@@ -90,10 +90,9 @@ def _first_error(path: Path, errors: Sequence[ConfigError]) -> str:
 
 def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[ServedAgent]:
     """The agents of one file (a team gives one per member); raises ``ConfigError`` when invalid."""
-    errors = check_file(path, env=env)
-    if errors:
+    agent_file, errors = inspect_file(path, env=env)
+    if errors or agent_file is None:
         raise ConfigErrors(errors)
-    agent_file = load_file(path, env=env)
     try:
         created = int(path.stat().st_mtime)
     except OSError:

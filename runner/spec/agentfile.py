@@ -79,17 +79,24 @@ def check_file(
     path: Path, *, env: Mapping[str, str] | None = None, extra_vars: Iterable[str] = ()
 ) -> list[ConfigError]:
     """Every problem of a file (all agents of a team), or [] when it is valid."""
+    return inspect_file(path, env=env, extra_vars=extra_vars)[1]
+
+
+def inspect_file(
+    path: Path, *, env: Mapping[str, str] | None = None, extra_vars: Iterable[str] = ()
+) -> tuple[AgentFile | None, list[ConfigError]]:
+    """``check_file`` that also hands back the loaded file (None when it did not load), read once."""
     try:
         agent_file = load_file(path, env=env)
     except ConfigError as exc:
-        return sort_errors(_errors_of(exc))
+        return None, sort_errors(_errors_of(exc))
     extra = list(extra_vars)
     errors: list[ConfigError] = []
     for name in agent_file.names:
         errors += semantic_errors(
             agent_file.document, agent_file.prefix(name), extra_vars=extra, team=agent_file.names
         )
-    return sort_errors(errors)
+    return agent_file, sort_errors(errors)
 
 
 def spec_from_file(agent_file: AgentFile, name: str | None = None) -> AgentSpec:
