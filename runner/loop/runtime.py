@@ -29,6 +29,7 @@ from runner.store.transcript import (
     Transcript,
     TranscriptWriter,
     file_sha256,
+    git_signature,
     git_state,
     new_session_id,
     sessions_dir,
@@ -234,24 +235,25 @@ def _cassette_model(spec: AgentSpec, config: SessionConfig, sink: EventSink) -> 
     return model, None
 
 
-#: How long a file's git state is reused while the file itself is unchanged (``agent_provenance``).
-PROVENANCE_TTL_S = 10.0
-_provenance: dict[tuple[str, int, int], tuple[float, str, dict[str, Any] | None]] = {}
+#: How long a file's git state is reused while nothing it depends on changed (``agent_provenance``).
+PROVENANCE_TTL_S = 60.0
+_provenance: dict[tuple[Any, ...], tuple[float, str, dict[str, Any] | None]] = {}
 
 
 async def agent_provenance(path: Path) -> tuple[str, dict[str, Any] | None]:
     """The sha256 of an agent file and its git state, for a transcript header.
 
     ``git`` runs two subprocesses (~5 ms): they run on a worker thread, not the event loop, and the
-    answer is reused for ``PROVENANCE_TTL_S`` while the file's size and mtime stay the same, so the
-    sessions ``runner serve`` opens per request do not pay for it each time. A commit made within that
-    time may show the previous commit; a change of the file itself never goes unseen.
+    answer is reused while the file's size and mtime and the repository's ``git_signature`` (HEAD, the
+    index, the branch ref) stay the same, so the sessions ``runner serve`` opens per request do not
+    pay for it each time; a commit, a checkout or an edit is seen by the next session. The answer is
+    also never older than ``PROVENANCE_TTL_S``, for what the signature cannot see.
     """
     try:
         stat = path.stat()
     except OSError:
         return await run_in_thread(lambda: (file_sha256(path), git_state(path)))
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (str(path), stat.st_mtime_ns, stat.st_size, git_signature(path))
     now = time.monotonic()
     cached = _provenance.get(key)
     if cached is not None and now - cached[0] < PROVENANCE_TTL_S:

@@ -66,6 +66,37 @@ def git_state(path: Path) -> dict[str, Any] | None:
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
+def git_signature(path: Path) -> tuple[int, ...]:
+    """Cheap stand-in for ``git_state``: the mtimes of the files a commit or a checkout rewrites.
+
+    Found by walking up from ``path`` to a ``.git`` folder: ``HEAD``, ``index``, the branch ref HEAD
+    names and ``packed-refs`` (0 for any that is missing). Equal signatures mean ``git_state`` would
+    most likely answer the same; ``()`` outside a repository (or in a worktree's ``.git`` file).
+    """
+    for folder in (path.parent, *path.parent.parents):
+        git_dir = folder / ".git"
+        if git_dir.exists():
+            break
+    else:
+        return ()
+    if not git_dir.is_dir():  # a worktree or submodule: its .git is a file pointing elsewhere
+        return ()
+    names = ["HEAD", "index", "packed-refs"]
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: "):
+        names.append(head[5:])
+    signature = []
+    for name in names:
+        try:
+            signature.append((git_dir / name).stat().st_mtime_ns)
+        except OSError:
+            signature.append(0)
+    return tuple(signature)
+
+
 class Redactor:
     """Replaces every secret by ``***`` in text and in the strings of a record.
 

@@ -227,3 +227,20 @@ async def test_provenance_is_computed_off_the_loop_once_per_unchanged_file(agent
     run = await drive(spec, [text("hi")], "hello")
     assert len(calls) == 2
     assert run.records()[0]["agent_sha256"] == hashlib.sha256(spec.path.read_bytes()).hexdigest()
+
+
+async def test_a_new_commit_shows_in_the_next_sessions_header_without_touching_the_agent(
+    agent, drive, tmp_path
+):
+    spec = agent(tools=TOOLS)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", spec.path.name)
+    git(tmp_path, "commit", "-q", "-m", "agent")
+    first = await drive(spec, [text("hi")], "hello")
+    assert first.records()[0]["git"]["commit"] == git(tmp_path, "rev-parse", "HEAD")
+    (tmp_path / "other.txt").write_text("x", encoding="utf-8")
+    git(tmp_path, "add", "other.txt")
+    git(tmp_path, "commit", "-q", "-m", "other")
+    second = await drive(spec, [text("hi")], "hello")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    assert second.records()[0]["git"] == {"commit": head, "dirty": False}
