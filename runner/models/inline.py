@@ -35,17 +35,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from html import escape
-from pathlib import Path
 from typing import Any, Literal
-
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 
 from runner.models.accumulate import new_call_id
 from runner.models.base import ToolCall
 from runner.models.jsontext import FENCE, load_json, tool_function, unwrap_fence
+from runner.models.prompt_files import prompt_environment
 from runner.models.thinking import ThinkingFilter, partial_suffix, split_thinking
 
 __all__ = [
@@ -61,7 +57,6 @@ __all__ = [
 ]
 
 ToolFormat = Literal["xml", "markdown"]
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 _OPEN, _CLOSE, _RESPONSE = "<tool_call>", "</tool_call>", "<tool_response"
 _RAW_LIMIT = 2000
 _CALL_KEYS = {"name", "arguments", "parameters"}
@@ -98,17 +93,6 @@ def _example_arguments(parameters: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _placeholder(properties[name]) for name in names}
 
 
-@cache
-def _environment() -> SandboxedEnvironment:
-    return SandboxedEnvironment(
-        undefined=jinja2.StrictUndefined,
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 def tool_instructions(tools: Sequence[Mapping[str, Any]], fmt: ToolFormat) -> str:
     """The system-prompt section describing the tools and the block format ("" without tools)."""
     if not tools:
@@ -128,7 +112,7 @@ def tool_instructions(tools: Sequence[Mapping[str, Any]], fmt: ToolFormat) -> st
         example = json.dumps({"name": first["name"], "arguments": arguments}, ensure_ascii=False)
     else:
         example = f"```{first['name']}\n{json.dumps(arguments, ensure_ascii=False)}\n```"
-    template = _environment().get_template(f"inline_{fmt}.md.j2")
+    template = prompt_environment().get_template(f"inline_{fmt}.md.j2")
     return template.render(tools=rows, example=example).strip()
 
 

@@ -29,17 +29,16 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 
 from runner.models.accumulate import new_call_id
 from runner.models.base import ToolCall
 from runner.models.jsontext import load_json, tool_function
+from runner.models.prompt_files import prompt_environment
 from runner.models.thinking import split_thinking
 
 __all__ = [
@@ -54,7 +53,6 @@ __all__ = [
 ]
 
 DEFAULT_TEMPLATE = "tool_selection.md.j2"
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 _FENCED = re.compile(
     r"^ {0,3}(?:`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}(?:`{3,}|~{3,})[ \t]*$", re.DOTALL | re.MULTILINE
 )
@@ -128,20 +126,9 @@ def selection_context(
     }
 
 
-@cache
-def _environment() -> SandboxedEnvironment:
-    return SandboxedEnvironment(
-        undefined=jinja2.StrictUndefined,
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 @lru_cache(maxsize=16)
 def _template(text: str | None) -> jinja2.Template:
-    env = _environment()
+    env = prompt_environment()
     return env.get_template(DEFAULT_TEMPLATE) if text is None else env.from_string(text)
 
 

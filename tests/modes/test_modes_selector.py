@@ -11,8 +11,8 @@ import pytest
 from jinja2.exceptions import SecurityError
 
 import runner
+from runner.models.prompt_files import PROMPTS_DIR
 from runner.models.selector import (
-    PROMPTS_DIR,
     Selection,
     context_message,
     extract_selection,
