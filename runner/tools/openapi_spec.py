@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import yaml
 
 from runner.errors import ConfigError
-from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS
+from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS, resolve_pointer
 
 if TYPE_CHECKING:
     from runner.spec.model import ToolSourceSpec
@@ -168,18 +168,10 @@ class SchemaResolver:
                 f"external $ref {ref!r} is not supported (only '#/...' references inside the document)",
                 hint="bundle the document into one file first, e.g. `npx @redocly/cli bundle`",
             )
-        node: Any = self.document
-        pointer = unquote(ref[1:])
-        parts = pointer.split("/")[1:] if pointer.startswith("/") else [pointer] if pointer else []
-        for raw in parts:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise openapi_error(self.label, f"$ref {ref!r} points to nothing in the document")
-        return node
+        try:
+            return resolve_pointer(self.document, ref)
+        except LookupError:
+            raise openapi_error(self.label, f"$ref {ref!r} points to nothing in the document") from None
 
     def deref(self, node: Any) -> Any:
         """Follow a chain of ``$ref`` s of a non-schema object (a parameter, a request body...)."""

@@ -23,8 +23,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
-__all__ = ["clean_schema", "inline_refs"]
+__all__ = ["clean_schema", "inline_refs", "resolve_pointer"]
 
 _TYPE_ALIASES = {
     "str": "string",
@@ -155,16 +156,30 @@ class _Inliner:
     def _resolve(self, ref: str) -> Any:
         if not ref.startswith("#"):
             return None
-        node: Any = self.root
-        for raw in ref[1:].split("/")[1:]:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
+        try:
+            node = resolve_pointer(self.root, ref)
+        except LookupError:
+            return None
         return node if isinstance(node, Mapping) else None
+
+
+def resolve_pointer(root: Any, ref: str) -> Any:
+    """The node a local reference (``#/a/b~1c/0``, JSON Pointer in a URI fragment) names in ``root``.
+
+    Raises ``LookupError`` when it names nothing. ``#`` alone is the root.
+    """
+    pointer = unquote(ref[1:] if ref.startswith("#") else ref)
+    parts = pointer.split("/")[1:] if pointer.startswith("/") else [pointer] if pointer else []
+    node: Any = root
+    for raw in parts:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise LookupError(ref)
+    return node
 
 
 def _clean(node: Mapping[str, Any], *, is_property: bool) -> dict[str, Any]:
