@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.errors import ConfigError, ToolError
+from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.builtin import builtin_tool
 
@@ -72,15 +72,7 @@ _MAX_MATCH_LINE_CHARS = 200
 
 def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     """The file tools, confined to the ``root`` option (created when missing)."""
-    root = ctx.path(str(options["root"]))
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"root {str(root)!r} exists but is not a folder", path="root")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot create the root folder {str(root)!r}: {exc.strerror}", path="root"
-        ) from None
+    root = ctx.folder(str(options["root"]), option="root", what="the root folder")
     files = _Files(
         root, max_read_chars=int(options["max_read_chars"]), max_results=int(options["max_results"])
     )

@@ -25,7 +25,7 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-from runner.errors import ConfigError, ToolError
+from runner.errors import ToolError
 from runner.spec.interpolate import is_secret_name
 from runner.tools.base import RunContext, Tool
 
@@ -85,13 +85,7 @@ _TIMEOUT_GRACE_S = 5.0
 
 def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     """The ``shell`` tool; ``confirm`` is on unless the source sets ``confirm: false``."""
-    cwd = ctx.path(str(options["cwd"]))
-    if cwd.exists() and not cwd.is_dir():
-        raise ConfigError(f"cwd {str(cwd)!r} exists but is not a folder", path="cwd")
-    try:
-        cwd.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the folder {str(cwd)!r}: {exc.strerror}", path="cwd") from None
+    cwd = ctx.folder(str(options["cwd"]), option="cwd")
     if options["inherit_env"]:
         env = {
             key: value

@@ -52,6 +52,17 @@ class ToolsetContext:
         """An option's path made absolute: ``~`` expanded, relative paths taken from ``base_dir``."""
         return (self.base_dir / Path(value).expanduser()).resolve()
 
+    def folder(self, value: str, *, option: str, what: str = "the folder") -> Path:
+        """``path(value)`` as a folder, created when missing; a ``ConfigError`` at ``option`` otherwise."""
+        folder = self.path(value)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{option} {str(folder)!r} exists but is not a folder", path=option)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create {what} {str(folder)!r}: {exc.strerror}", path=option) from None
+        return folder
+
 
 def available_toolsets() -> list[str]:
     """The names ``builtin:`` accepts: the public modules of the ``toolsets`` package, sorted."""
