@@ -9,6 +9,7 @@ change (reload a session, swap a served agent) is the caller's; this module only
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import sys
 from collections.abc import AsyncIterator, Iterable
@@ -31,10 +32,8 @@ def _module_file(target: str, base_dir: Path) -> Path | None:
     except (ImportError, ValueError):
         return None
     finally:
-        try:
+        with contextlib.suppress(ValueError):
             sys.path.remove(str(base_dir))
-        except ValueError:
-            pass
     if found is None or not found.origin or found.origin in ("built-in", "frozen"):
         return None
     return Path(found.origin).resolve()

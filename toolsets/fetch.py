@@ -21,6 +21,7 @@ from the environment are used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from html.parser import HTMLParser
@@ -351,9 +352,7 @@ class _TextExtractor(HTMLParser):
 def html_to_text(html: str, *, base_url: str = "") -> str:
     """Readable text of an HTML document: no scripts, styles or tags; links as ``[text](url)``."""
     parser = _TextExtractor(base_url)
-    try:
+    with contextlib.suppress(AssertionError, ValueError):  # html.parser gives up on some malformed markup
         parser.feed(html)
         parser.close()
-    except (AssertionError, ValueError):  # html.parser gives up on some malformed markup
-        pass
     return parser.text()

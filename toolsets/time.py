@@ -7,6 +7,7 @@ Tools: ``time_now`` and ``time_convert``. Timezones are IANA names (``Europe/Par
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import zoneinfo
@@ -112,10 +113,8 @@ def _zone(name: str) -> tzinfo:
         local = datetime.now().astimezone().tzinfo
         assert local is not None  # astimezone() always attaches a zone
         return local
-    try:
+    with contextlib.suppress(zoneinfo.ZoneInfoNotFoundError, ValueError):
         return zoneinfo.ZoneInfo(name.strip())
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        pass
     close = difflib.get_close_matches(name, _zone_names(), n=1, cutoff=0.6)
     suggestion = f" Did you mean {close[0]!r}?" if close else ""
     raise ToolError(

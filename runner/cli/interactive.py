@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -41,10 +42,8 @@ class Repl:
         self.output = output
         self.read = read
         self.write = write or (lambda text: sys.stderr.write(text + "\n"))
-        try:
+        with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
-        except ImportError:
-            pass
 
     @property
     def session(self) -> Session:

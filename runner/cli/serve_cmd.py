@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 
@@ -82,11 +83,8 @@ def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bo
             access_log=False,
         )
     )
-    try:
+    # uvicorn shuts down gracefully, then re-raises Ctrl+C: a normal stop
+    with sock, contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shut down gracefully, then re-raised Ctrl+C: a normal stop
-        pass
-    finally:
-        sock.close()
     typer.echo("stopped", err=True)
     return 0

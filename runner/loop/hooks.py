@@ -8,6 +8,7 @@ A chain runs in order; each hook sees what earlier ones changed (arguments, outp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -253,7 +254,5 @@ class HookRunner:
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

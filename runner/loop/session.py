@@ -11,6 +11,7 @@ Orchestration only: no printing (events go to an ``EventSink``), no provider cod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -472,10 +473,8 @@ class Session:
                 await asyncio.shield(task)
         except TimeoutError:
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
             raise LimitReached(
                 f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
             ) from None

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -71,10 +72,8 @@ def load_json(text: str) -> tuple[Any, str | None]:
     if not text:
         return None, "empty"
     for strict in (True, False):  # strict=False: raw newlines and tabs inside strings
-        try:
+        with contextlib.suppress(ValueError):
             return json.loads(text, strict=strict), None
-        except ValueError:
-            pass
     if text[0] not in "{[":
         return None, "not a JSON object or array"
     problem = _incomplete(text)

@@ -8,6 +8,7 @@ place, ``map_litellm_error``. litellm's own retries are turned off (``max_retrie
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import AsyncIterator
@@ -278,7 +279,5 @@ class LiteLLMModel:
 async def _close_quietly(response: Any) -> None:
     closer = getattr(response, "aclose", None)
     if closer is not None:
-        try:
+        with contextlib.suppress(Exception):
             await closer()
-        except Exception:
-            pass

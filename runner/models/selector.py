@@ -25,6 +25,7 @@ Pure parsing and formatting; the loop sends the request and runs the calls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -197,10 +198,8 @@ def _find_json(text: str) -> tuple[Any, str | None]:
     text = split_thinking(text)[0].strip()
     if not text:
         return None, "the selector's answer is empty; no tool was called"
-    try:
+    with contextlib.suppress(ValueError):
         return json.loads(text), None
-    except ValueError:
-        pass
     for body in _FENCED.findall(text):
         value, _ = load_json(body)
         if isinstance(value, dict | list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -54,10 +55,8 @@ def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleT
     except (Exception, SystemExit) as exc:
         raise ConfigError(f"importing '{name}' failed: {type(exc).__name__}: {exc}") from None
     finally:
-        try:
+        with contextlib.suppress(ValueError):
             sys.path.remove(entry)
-        except ValueError:
-            pass
 
 
 def resolve_callable(target: str, base_dir: Path) -> object:

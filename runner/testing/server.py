@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import sys
@@ -326,10 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with ScriptedServer(script, host=args.host, port=args.port, repeat=repeat or args.repeat) as server:
         print(server.base_url, flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -317,10 +317,8 @@ def _unknown_tool_message(name: str, registry: ToolRegistry) -> str:
 
 def _validator(tool: Tool) -> Draft202012Validator | None:
     """The cached validator of a tool's schema; None when the schema itself is invalid."""
-    try:
+    if tool in _validators:
         return _validators[tool]
-    except KeyError:
-        pass
     validator: Draft202012Validator | None
     try:
         Draft202012Validator.check_schema(tool.parameters)

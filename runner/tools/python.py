@@ -9,6 +9,7 @@ Sync functions run in a worker thread, async ones are awaited.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import enum
 import inspect
@@ -243,10 +244,8 @@ def _public_functions(module: types.ModuleType) -> list[Callable[..., Any]]:
 
 def _type_hints(fn: Callable[..., Any], signature: inspect.Signature, tool_name: str) -> dict[str, Any]:
     """Resolved type hints; when some cannot be resolved, resolve per parameter to say which."""
-    try:
+    with contextlib.suppress(Exception):
         return typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        pass
     globalns = getattr(inspect.unwrap(fn), "__globals__", {})
     hints: dict[str, Any] = {}
     for param in signature.parameters.values():

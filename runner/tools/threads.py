@@ -22,6 +22,7 @@ Cancelling the awaiting task abandons the call: the function runs to its end and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -86,10 +87,8 @@ class _Inbox:
             if self._scheduled:
                 return
             self._scheduled = True
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
             self._loop.call_soon_threadsafe(self._deliver)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
-            pass
 
     def _deliver(self) -> None:
         with self._lock:
