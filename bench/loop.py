@@ -153,9 +153,9 @@ async def runner_loop(
     Session set-up (loading the agent, importing tools, opening sources) happens once per session,
     not per step, so it is left out of the per-step figure.
     """
+    from runner.agentfile import load_agent
     from runner.loop.runtime import SessionConfig, open_session
     from runner.loop.session import RunOptions
-    from runner.spec import load_agent
 
     spec = load_agent(agent)
     home = Path(tempfile.mkdtemp(prefix="bench-home-"))

@@ -31,7 +31,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from runner.spec.model import AgentSpec, McpServerSpec, ToolSourceSpec
+from runner.agentfile.config import AgentConfig, McpServerConfig, ToolSourceConfig
 from runner.tools.base import RunContext
 from runner.tools.mcp import load_source
 from runner.tools.sources import SourceContext
@@ -70,7 +70,7 @@ def http_server() -> Iterator[str]:
             process.wait(timeout=10)
 
 
-async def raw_sdk(server: McpServerSpec, stack: AsyncExitStack) -> Call:
+async def raw_sdk(server: McpServerConfig, stack: AsyncExitStack) -> Call:
     """The floor: the SDK's own client, opened in this task, text read from the first block."""
     if server.url is not None:
         read, write = await stack.enter_async_context(streamable_http_client(server.url))
@@ -91,11 +91,11 @@ async def raw_sdk(server: McpServerSpec, stack: AsyncExitStack) -> Call:
     return call
 
 
-async def runner_source(server: McpServerSpec, stack: AsyncExitStack) -> Call:
+async def runner_source(server: McpServerConfig, stack: AsyncExitStack) -> Call:
     """The runner: an ``mcp:`` source's ``echo`` tool, called as the executor calls it."""
-    spec = ToolSourceSpec(kind="mcp", target="everything", base_dir=ROOT, mcp=server, id="everything")
+    spec = ToolSourceConfig(kind="mcp", target="everything", base_dir=ROOT, mcp=server, id="everything")
     ctx = SourceContext(
-        agent=AgentSpec(name="bench", path=ROOT / "bench.yaml"), on_progress=lambda _l, _m: None
+        agent=AgentConfig(name="bench", path=ROOT / "bench.yaml"), on_progress=lambda _l, _m: None
     )
     loaded = await load_source(spec, ctx, stack)
     echo = next(tool for tool in loaded.tools if tool.name == "echo")
@@ -116,7 +116,7 @@ async def per_call(call: Call, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-async def compare(server: McpServerSpec, *, runs: int, calls: int) -> dict[str, float]:
+async def compare(server: McpServerConfig, *, runs: int, calls: int) -> dict[str, float]:
     """Median per-call seconds of the raw SDK and of the runner, batches interleaved."""
     async with AsyncExitStack() as stack:
         contenders = {"raw mcp SDK ClientSession": await raw_sdk(server, stack)}
@@ -145,10 +145,10 @@ def report(title: str, medians: dict[str, float]) -> bool:
 
 
 async def run(runs: int, calls: int) -> bool:
-    stdio = McpServerSpec(command="node", args=(str(EVERYTHING), "stdio"))
+    stdio = McpServerConfig(command="node", args=(str(EVERYTHING), "stdio"))
     ok = report(f"stdio (median of {runs} x {calls} calls)", await compare(stdio, runs=runs, calls=calls))
     with http_server() as url:
-        http = McpServerSpec(url=url)
+        http = McpServerConfig(url=url)
         medians = await compare(http, runs=runs, calls=calls)
     return report(f"streamable HTTP (median of {runs} x {calls} calls)", medians) and ok
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile import load_agent
 from runner.loop.events import Note
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions
-from runner.spec import load_agent
 from runner.testing import ScriptedModel, text
 from runner.watch import watch_session
 

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile import load_file
+from runner.agentfile.config import AgentConfig
 from runner.errors import ConfigError
-from runner.spec import load_file
-from runner.spec.model import AgentSpec
 
 #: Saves closer together than this are one change (editors write files in several steps).
 DEBOUNCE_MS = 80
@@ -39,7 +39,7 @@ def _module_file(target: str, base_dir: Path) -> Path | None:
     return Path(found.origin).resolve()
 
 
-def watched_files(spec: AgentSpec) -> set[Path]:
+def watched_files(spec: AgentConfig) -> set[Path]:
     """The files whose change should reload ``spec``."""
     files = {spec.path.resolve()}
     try:
@@ -90,9 +90,9 @@ async def watch_session(session: Any, *, stop: asyncio.Event, extra_vars: Iterab
     says what changed; a ``reload`` event goes to the transcript). An invalid change keeps the last
     good configuration and reports the error with its location; the session never dies of an edit.
     """
+    from runner.agentfile import load_agent
     from runner.errors import ConfigErrors, RunnerError
     from runner.loop.events import Note
-    from runner.spec import load_agent
 
     variables = list(extra_vars)
     while not stop.is_set():

@@ -25,8 +25,8 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
+from runner.agentfile.interpolate import is_secret_name
 from runner.errors import ToolError
-from runner.spec.interpolate import is_secret_name
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ from typing import Any
 
 import typer
 
+from runner.agentfile import find_agent, load_agent, load_file
+from runner.agentfile.files import AGENT_SUFFIXES, AgentFile, inspect_file
+from runner.agentfile.loader import explain as explain_values
 from runner.cli.main import display_path, echo_error
 from runner.errors import ConfigError
-from runner.spec import find_agent, load_agent, load_file
-from runner.spec.agentfile import AGENT_SUFFIXES, AgentFile, inspect_file
-from runner.spec.loader import explain as explain_values
 
 #: Folders a directory argument never searches (environments, dependencies, caches).
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
@@ -48,11 +48,11 @@ def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
 
 def _source_errors(agent_file: AgentFile) -> list[ConfigError]:
     """Checks of tool sources that need no connection (a built-in toolset's ``with:`` options)."""
-    from runner.spec import spec_from_file
+    from runner.agentfile import config_from_file
 
     errors: list[ConfigError] = []
     for name in agent_file.names:
-        spec = spec_from_file(agent_file, name)
+        spec = config_from_file(agent_file, name)
         for source in spec.tools:
             if source.kind == "builtin":
                 from runner.tools.builtin import check_source  # only agents with built-in toolsets pay
@@ -270,7 +270,7 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
 
     registry, failures = asyncio.run(collect())
     if json_output:
-        typer.echo(json.dumps(registry.specs(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(registry.definitions(), indent=2, ensure_ascii=False))
     else:
         rows = [
             (t.name, f"{t.source_kind}:{t.source_id}", " ".join(t.description.split()))

@@ -102,7 +102,7 @@ class Repl:
                 suffix = f" -> {', '.join(calls)}" if calls else ""
                 self.write(f"[{message['role']}] {' '.join(str(content).split())[:100]}{suffix}")
         elif name == "reload":
-            from runner.spec import load_agent
+            from runner.agentfile import load_agent
 
             async def reload(s: Session) -> str:
                 spec = load_agent(
@@ -123,10 +123,10 @@ class Repl:
                 return None
             from dataclasses import replace
 
+            from runner.agentfile.config import ModelConfig
             from runner.models.factory import make_model
-            from runner.spec.model import ModelSpec
 
-            spec = replace(session.spec.model, id=rest) if session.spec.model else ModelSpec(id=rest)
+            spec = replace(session.spec.model, id=rest) if session.spec.model else ModelConfig(id=rest)
 
             async def switch(s: Session) -> None:
                 old = s.model

@@ -106,7 +106,7 @@ def _root(
 
 def parse_vars(items: list[str] | None) -> dict[str, Any]:
     """``--var K=V`` options as a mapping; values read as YAML scalars (numbers, booleans)."""
-    from runner.spec.interpolate import retype
+    from runner.agentfile.interpolate import retype
 
     result: dict[str, Any] = {}
     for item in items or []:

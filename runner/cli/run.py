@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from runner.agentfile.config import AgentConfig
 from runner.cli.output import ConsoleOutput, JsonOutput
 from runner.errors import Interrupted
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import ConfirmAnswer, RunOptions, Session, TurnResult
-from runner.spec.model import AgentSpec
 from runner.store.transcript import Transcript
 from runner.tools.base import Tool
 
@@ -31,7 +31,7 @@ LIMIT_REASONS = ("limit", "max_steps", "repeat")
 class RunRequest:
     """Everything ``runner run`` was asked to do."""
 
-    spec: AgentSpec
+    spec: AgentConfig
     prompts: list[str] = field(default_factory=list)
     interactive: bool = False
     options: RunOptions = field(default_factory=RunOptions)

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import typer
 
+from runner.agentfile import find_agent, load_agent, load_file
+from runner.agentfile.config import AgentConfig, TestCaseConfig
 from runner.cli.main import display_path
 from runner.errors import RunnerError
 from runner.loop.events import AssistantMessage, LoopEvent
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions
-from runner.spec import find_agent, load_agent, load_file
-from runner.spec.model import AgentSpec, TestCaseSpec
 
 
 @dataclass
@@ -38,7 +38,7 @@ class CaseOutcome:
         return not self.failures
 
 
-def check_expectations(case: TestCaseSpec, output: str, tools: list[str], steps: int) -> list[str]:
+def check_expectations(case: TestCaseConfig, output: str, tools: list[str], steps: int) -> list[str]:
     """The ways the run missed ``case.expect`` (empty when it met them all)."""
     expect = case.expect
     problems = []
@@ -67,7 +67,7 @@ def check_expectations(case: TestCaseSpec, output: str, tools: list[str], steps:
 
 
 async def run_case(
-    spec: AgentSpec, case: TestCaseSpec, config: SessionConfig, *, update: bool
+    spec: AgentConfig, case: TestCaseConfig, config: SessionConfig, *, update: bool
 ) -> CaseOutcome:
     """Run one case and check it."""
     outcome = CaseOutcome(spec.name, case.name)
@@ -108,8 +108,8 @@ async def run_case(
     return outcome
 
 
-def _agents(refs: list[str]) -> list[AgentSpec]:
-    specs: list[AgentSpec] = []
+def _agents(refs: list[str]) -> list[AgentConfig]:
+    specs: list[AgentConfig] = []
     for ref in refs:
         path = find_agent(ref)
         agent_file = load_file(path)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.agentfile.config import MESSAGE_EVENTS, AgentConfig, HookConfig
+from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
-from runner.spec.imports import resolve_callable
-from runner.spec.model import MESSAGE_EVENTS, AgentSpec, HookSpec
 from runner.tools.threads import run_in_thread
 
 
@@ -97,9 +97,9 @@ class HookFailed(Exception):
     """One hook could not run or answered something unusable."""
 
 
-FailureReporter = Callable[[HookSpec, str, str], None]
-IgnoredReporter = Callable[[HookSpec, str, tuple[str, ...]], None]
-MessageRenderer = Callable[[HookSpec, HookEvent], str]
+FailureReporter = Callable[[HookConfig, str, str], None]
+IgnoredReporter = Callable[[HookConfig, str, tuple[str, ...]], None]
+MessageRenderer = Callable[[HookConfig, HookEvent], str]
 
 
 def ignored_fields(event: str, result: HookResult) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ class HookRunner:
 
     def __init__(
         self,
-        spec: AgentSpec,
+        spec: AgentConfig,
         *,
         render_message: MessageRenderer,
         on_failure: FailureReporter,
@@ -176,7 +176,7 @@ class HookRunner:
                 break
         return outcome
 
-    async def _run_one(self, hook: HookSpec, event: HookEvent) -> HookResult:
+    async def _run_one(self, hook: HookConfig, event: HookEvent) -> HookResult:
         if hook.kind == "message":
             try:
                 return HookResult(messages=[self.render_message(hook, event)])
@@ -186,7 +186,7 @@ class HookRunner:
             return await self._run_python(hook, event)
         return await self._run_command(hook, event)
 
-    async def _run_python(self, hook: HookSpec, event: HookEvent) -> HookResult:
+    async def _run_python(self, hook: HookConfig, event: HookEvent) -> HookResult:
         key = (str(hook.base_dir), hook.value)
         fn = self._callables.get(key)
         if fn is None:
@@ -208,7 +208,7 @@ class HookRunner:
         except Exception as exc:
             raise HookFailed(f"{hook.value} raised {type(exc).__name__}: {exc}") from None
 
-    async def _run_command(self, hook: HookSpec, event: HookEvent) -> HookResult:
+    async def _run_command(self, hook: HookConfig, event: HookEvent) -> HookResult:
         payload = json.dumps(event.to_json(), ensure_ascii=False, default=str).encode()
         try:
             proc = await asyncio.create_subprocess_shell(

@@ -7,16 +7,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from runner.agentfile.config import LimitsConfig
 from runner.errors import LimitReached
 from runner.models.base import Usage
-from runner.spec.model import LimitsSpec
 
 
 @dataclass
 class Budget:
     """Session-wide counters checked against ``limits`` before every step."""
 
-    limits: LimitsSpec
+    limits: LimitsConfig
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     turns: int = 0

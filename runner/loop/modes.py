@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from runner.agentfile.config import AgentConfig
 from runner.models.base import Completed, Model, ReasoningDelta, Reply, StreamEvent, TextDelta, ToolCallReady
 from runner.models.inline import InlineCall, InlineError, InlineParser, strip_for_history, tool_instructions
 from runner.models.inline import tool_responses as render_tool_responses
 from runner.models.thinking import ThinkingFilter, split_thinking
-from runner.spec.model import AgentSpec
 from runner.tools.base import ToolResult
 
 ModeKind = Literal["native", "inline", "prompt"]
@@ -160,7 +160,7 @@ class InlineMode(Mode):
         return bool(self._errors)
 
 
-def choose_mode(spec: AgentSpec, model: Model, specs: list[dict[str, Any]] | None) -> Mode:
+def choose_mode(spec: AgentConfig, model: Model, specs: list[dict[str, Any]] | None) -> Mode:
     """The mode an agent runs in, and why (``auto``: native when the model is known to call tools)."""
     setting = spec.function_calling
     names = tuple(s["function"]["name"] for s in specs or ())

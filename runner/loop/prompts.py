@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runner.spec.model import AgentSpec, TemplateSource
-from runner.spec.templates import TemplateEngine, template_context
+from runner.agentfile.config import AgentConfig, TemplateSource
+from runner.agentfile.templates import TemplateEngine, template_context
 
 DEFAULT_USER_TEMPLATE = "{{ input }}"
 
@@ -21,7 +21,7 @@ class PromptRenderer:
 
     def __init__(
         self,
-        spec: AgentSpec,
+        spec: AgentConfig,
         *,
         variables: Mapping[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,

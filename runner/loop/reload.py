@@ -12,13 +12,13 @@ import dataclasses
 import json
 from contextlib import AsyncExitStack
 
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import RunnerError
-from runner.spec.model import AgentSpec, ToolSourceSpec
 from runner.tools.registry import ToolRegistry
 from runner.tools.sources import LoadedSource, SourceContext, SourceFailure, loader_for
 
 
-def source_key(spec: ToolSourceSpec) -> str:
+def source_key(spec: ToolSourceConfig) -> str:
     """What identifies a source's connection: its configuration without its position in the file."""
     fields = dataclasses.asdict(spec)
     for name in ("index", "line", "column"):
@@ -33,8 +33,8 @@ class SourcePool:
         self._open: dict[str, tuple[LoadedSource, AsyncExitStack]] = {}
 
     async def load(
-        self, specs: tuple[ToolSourceSpec, ...], ctx: SourceContext, *, reload_code: bool = False
-    ) -> tuple[list[tuple[ToolSourceSpec, LoadedSource]], list[SourceFailure]]:
+        self, specs: tuple[ToolSourceConfig, ...], ctx: SourceContext, *, reload_code: bool = False
+    ) -> tuple[list[tuple[ToolSourceConfig, LoadedSource]], list[SourceFailure]]:
         """The sources of ``specs``: unchanged ones reused, new or changed ones opened.
 
         Only when every source opened are the sources that ``specs`` no longer has closed, so a
@@ -43,7 +43,7 @@ class SourcePool:
         """
         wanted = {source_key(s): s for s in specs}
         opened: dict[str, tuple[LoadedSource, AsyncExitStack]] = {}
-        loaded: list[tuple[ToolSourceSpec, LoadedSource]] = []
+        loaded: list[tuple[ToolSourceConfig, LoadedSource]] = []
         failures: list[SourceFailure] = []
         for key, spec in wanted.items():
             reuse = self._open.get(key)
@@ -81,12 +81,14 @@ class SourcePool:
             await stack.aclose()
 
 
-def registry_of(loaded: list[tuple[ToolSourceSpec, LoadedSource]]) -> ToolRegistry:
+def registry_of(loaded: list[tuple[ToolSourceConfig, LoadedSource]]) -> ToolRegistry:
     """The registry of opened sources, in file order."""
     return ToolRegistry([(source, result.tools) for source, result in loaded])
 
 
-def describe_changes(old: AgentSpec, new: AgentSpec, old_tools: ToolRegistry, new_tools: ToolRegistry) -> str:
+def describe_changes(
+    old: AgentConfig, new: AgentConfig, old_tools: ToolRegistry, new_tools: ToolRegistry
+) -> str:
     """One short line saying what a reload changed."""
     parts: list[str] = []
     if old.prompts != new.prompts or old.vars != new.vars:
@@ -96,7 +98,7 @@ def describe_changes(old: AgentSpec, new: AgentSpec, old_tools: ToolRegistry, ne
     changed_specs = 0
     for name in before & after:
         old_tool, new_tool = old_tools.get(name), new_tools.get(name)
-        if old_tool is not None and new_tool is not None and old_tool.spec() != new_tool.spec():
+        if old_tool is not None and new_tool is not None and old_tool.definition() != new_tool.definition():
             changed_specs += 1
     if added or removed or changed_specs:
         parts.append(f"tools +{added} -{removed}" + (f" ~{changed_specs}" if changed_specs else ""))

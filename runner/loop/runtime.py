@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
+from runner.agentfile.config import AgentConfig, ModelConfig
 from runner.errors import ConfigError, ConfigErrors
 from runner.loop.events import EventSink, Note
 from runner.loop.modes import Mode
@@ -23,7 +24,6 @@ from runner.loop.reload import SourcePool, describe_changes, registry_of
 from runner.loop.session import PreparedReload, RunOptions, Session
 from runner.loop.subagent import ParentLink
 from runner.models.base import Model
-from runner.spec.model import AgentSpec, ModelSpec
 from runner.store.transcript import (
     Redactor,
     Transcript,
@@ -60,15 +60,15 @@ class SessionConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def resolve_model_spec(spec: AgentSpec, config: SessionConfig) -> ModelSpec:
+def resolve_model_spec(spec: AgentConfig, config: SessionConfig) -> ModelConfig:
     """The model to use: ``--model`` over the agent's ``model:`` over ``RUNNER_DEFAULT_MODEL``."""
     base = spec.model
     if config.model_override:
-        return replace(base, id=config.model_override) if base else ModelSpec(id=config.model_override)
+        return replace(base, id=config.model_override) if base else ModelConfig(id=config.model_override)
     if base is not None:
         return base
     if config.default_model:
-        return ModelSpec(id=config.default_model)
+        return ModelConfig(id=config.default_model)
     raise ConfigError(
         f"agent '{spec.name}' names no model",
         file=str(spec.path),
@@ -76,14 +76,14 @@ def resolve_model_spec(spec: AgentSpec, config: SessionConfig) -> ModelSpec:
     )
 
 
-def select_mode(spec: AgentSpec, model: Model, registry: ToolRegistry) -> Mode:
+def select_mode(spec: AgentConfig, model: Model, registry: ToolRegistry) -> Mode:
     """The function-calling mode of this session (SPEC section 8), checked."""
     from runner.loop.modes import choose_mode
 
-    return choose_mode(spec, model, registry.specs())
+    return choose_mode(spec, model, registry.definitions())
 
 
-def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErrors:
+def _failures_error(spec: AgentConfig, failures: list[SourceFailure]) -> ConfigErrors:
     errors = []
     for failure in failures:
         s = failure.spec
@@ -101,7 +101,7 @@ def _failures_error(spec: AgentSpec, failures: list[SourceFailure]) -> ConfigErr
 
 
 def _source_context(
-    spec: AgentSpec,
+    spec: AgentConfig,
     config: SessionConfig,
     link: ParentLink | None,
     on_progress: Callable[[str, str], None] | None,
@@ -120,7 +120,7 @@ def _source_context(
 
 
 async def build_registry(
-    spec: AgentSpec,
+    spec: AgentConfig,
     stack: AsyncExitStack,
     config: SessionConfig,
     link: ParentLink | None = None,
@@ -154,7 +154,7 @@ class Reloader:
     sink: EventSink
     clock: Any = None
 
-    async def prepare(self, session: Session, spec: AgentSpec) -> PreparedReload:
+    async def prepare(self, session: Session, spec: AgentConfig) -> PreparedReload:
         """Open what the new ``spec`` needs; raise ``ConfigError(s)`` and keep the old config on failure."""
         on_progress = lambda label, text: self.sink(Note(f"{label}: {text}"))  # noqa: E731
         ctx = _source_context(spec, self.config, self.link, on_progress)
@@ -183,12 +183,12 @@ class Reloader:
         )
 
 
-def _cassette_model(spec: AgentSpec, config: SessionConfig, sink: EventSink) -> tuple[Model, Any]:
+def _cassette_model(spec: AgentConfig, config: SessionConfig, sink: EventSink) -> tuple[Model, Any]:
     """The model for this session: live, recording to a cassette, or replaying one."""
     import datetime as _dt
 
+    from runner.agentfile.templates import frozen_clock
     from runner.loop.events import Note
-    from runner.spec.templates import frozen_clock
     from runner.store.cassette import CassetteError, CassetteWriter, read_cassette
     from runner.store.replay import RecordingModel, ReplayModel
 
@@ -267,7 +267,7 @@ async def agent_provenance(path: Path) -> tuple[str, dict[str, Any] | None]:
 
 @asynccontextmanager
 async def open_session(
-    spec: AgentSpec,
+    spec: AgentConfig,
     *,
     sink: EventSink,
     options: RunOptions | None = None,
@@ -364,7 +364,7 @@ class _DescribedModel:
     supports_tools: bool | None
 
 
-def capabilities(spec: AgentSpec, config: SessionConfig) -> _DescribedModel:
+def capabilities(spec: AgentConfig, config: SessionConfig) -> _DescribedModel:
     """What ``auto`` needs to know about the agent's model, without a connection.
 
     On the fast path (``openai/...`` with an ``api_base``) the server decides and litellm is not
@@ -384,7 +384,7 @@ def capabilities(spec: AgentSpec, config: SessionConfig) -> _DescribedModel:
 
 
 async def first_request(
-    spec: AgentSpec, *, input: str, variables: dict[str, Any], config: SessionConfig
+    spec: AgentConfig, *, input: str, variables: dict[str, Any], config: SessionConfig
 ) -> dict[str, Any]:
     """The exact first request of a session on ``input`` (sources opened, no model call, no hooks)."""
     from runner.loop.prompts import compose_system
@@ -396,12 +396,13 @@ async def first_request(
             raise _failures_error(spec, failures)
         mode = select_mode(spec, described, registry)  # type: ignore[arg-type]
         renderer = PromptRenderer(spec, variables=variables, tools=tool_list(registry))
-        system = compose_system(renderer.system(input), instructions, mode.system_section(registry.specs()))
+        section = mode.system_section(registry.definitions())
+        system = compose_system(renderer.system(input), instructions, section)
         messages = [m for m in (system, renderer.user(input), renderer.status(input)) if m]
         return {
             "model": described.name,
             "mode": mode.kind,
             "mode_why": mode.why,
             "messages": messages,
-            "tools": mode.request_tools(registry.specs() or None),
+            "tools": mode.request_tools(registry.definitions() or None),
         }

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runner.agentfile.config import AgentConfig
 from runner.errors import LimitReached, RunnerError
 from runner.loop import context as ctxmod
 from runner.loop.events import (
@@ -51,7 +52,6 @@ from runner.models.base import (
     ToolCallReady,
 )
 from runner.models.factory import model_params
-from runner.spec.model import AgentSpec
 from runner.store.transcript import TranscriptWriter
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.executor import gather_in_order, interrupted_results
@@ -105,7 +105,7 @@ class TurnResult:
 class PreparedReload:
     """A new configuration, opened and checked, waiting for the next turn boundary (``--watch``)."""
 
-    spec: AgentSpec
+    spec: AgentConfig
     registry: ToolRegistry
     instructions: list[str]
     renderer: PromptRenderer
@@ -134,7 +134,7 @@ class Session:
 
     def __init__(
         self,
-        spec: AgentSpec,
+        spec: AgentConfig,
         *,
         session_id: str,
         model: Model,
@@ -180,7 +180,7 @@ class Session:
         self.stream = spec.model.stream if spec.model else True
         if options.stream is not None:
             self.stream = options.stream
-        self._tools = registry.specs() or None
+        self._tools = registry.definitions() or None
         # The tool specs are part of every prompt: they count toward limits.context_tokens.
         self._tools_chars = len(json.dumps(self._tools, ensure_ascii=False)) if self._tools else 0
         # The caller's tools follow the agent's own in every request (an agent tool of the same name wins).
@@ -370,7 +370,7 @@ class Session:
         self._model_params = model_params(spec.model)
         self.budget.limits = spec.limits
         self.registry = prepared.registry
-        self._tools = prepared.registry.specs() or None
+        self._tools = prepared.registry.definitions() or None
         self._tools_chars = len(json.dumps(self._tools, ensure_ascii=False)) if self._tools else 0
         self.renderer = prepared.renderer
         self.instructions = [i for i in prepared.instructions if i.strip()]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from runner.agentfile.config import MESSAGE_EVENTS
 from runner.loop.hooks import HookEvent, HookRunner
-from runner.spec.model import MESSAGE_EVENTS
 
 if TYPE_CHECKING:
     from runner.loop.session import Session
@@ -49,8 +49,8 @@ class SessionHooks:
         )
 
     def _render_message(self, hook: Any, event: HookEvent) -> str:
-        from runner.spec.model import TemplateSource
-        from runner.spec.templates import HOOK_EVENT_NAMES
+        from runner.agentfile.config import TemplateSource
+        from runner.agentfile.templates import HOOK_EVENT_NAMES
 
         source = TemplateSource(text=hook.value, origin=self.session.spec.path)
         fields = {name: getattr(event, name, None) for name in HOOK_EVENT_NAMES}

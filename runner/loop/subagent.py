@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from runner.agentfile import load_agent
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
 from runner.loop.events import LoopEvent, Note, ToolFinished, ToolStarted
-from runner.spec import load_agent
-from runner.spec.model import AgentSpec, ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class ParentLink:
     session: Session | None = None
 
 
-def _resolve(parent: AgentSpec, source: ToolSourceSpec) -> AgentSpec:
+def _resolve(parent: AgentConfig, source: ToolSourceConfig) -> AgentConfig:
     if source.target.startswith("#"):
         return load_agent(parent.path, agent=source.target[1:])
     return load_agent((source.base_dir / source.target).resolve())
@@ -66,11 +66,11 @@ def _forward(link: ParentLink, name: str) -> Callable[[LoopEvent], None]:
 
 
 def make_agent_tool_factory(
-    parent_spec: AgentSpec, config: SessionConfig, link: ParentLink
-) -> Callable[[ToolSourceSpec], Awaitable[Tool]]:
+    parent_spec: AgentConfig, config: SessionConfig, link: ParentLink
+) -> Callable[[ToolSourceConfig], Awaitable[Tool]]:
     """The factory ``runner.tools.agent`` uses to turn an ``agent:`` source into a tool."""
 
-    async def factory(source: ToolSourceSpec) -> Tool:
+    async def factory(source: ToolSourceConfig) -> Tool:
         try:
             child_spec = _resolve(parent_spec, source)
         except ConfigError as exc:
@@ -92,7 +92,7 @@ def make_agent_tool_factory(
     return factory
 
 
-async def _run_child(spec: AgentSpec, text: str, config: SessionConfig, link: ParentLink) -> str:
+async def _run_child(spec: AgentConfig, text: str, config: SessionConfig, link: ParentLink) -> str:
     from runner.loop.runtime import open_session
     from runner.loop.session import RunOptions
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.agentfile.config import ModelConfig
 from runner.models.base import Model, Request
 from runner.models.resilient import ResilientModel
-from runner.spec.model import ModelSpec
 
 __all__ = ["build_request", "make_model", "model_for"]
 
@@ -39,7 +39,7 @@ def model_for(
     return LiteLLMModel(model_id, api_base=api_base, api_key=api_key, timeout_s=timeout_s)
 
 
-def make_model(spec: ModelSpec, *, fast_path: bool = True, backoff_s: float = 0.5) -> ResilientModel:
+def make_model(spec: ModelConfig, *, fast_path: bool = True, backoff_s: float = 0.5) -> ResilientModel:
     """The agent's model with its retries and fallbacks (fallbacks take only the id; see the module doc)."""
     primary = model_for(
         spec.id, api_base=spec.api_base, api_key=spec.api_key, timeout_s=spec.timeout_s, fast_path=fast_path
@@ -50,7 +50,7 @@ def make_model(spec: ModelSpec, *, fast_path: bool = True, backoff_s: float = 0.
     return ResilientModel(primary, fallbacks, retries=spec.retries, backoff_s=backoff_s)
 
 
-def model_params(spec: ModelSpec | None) -> dict[str, Any]:
+def model_params(spec: ModelConfig | None) -> dict[str, Any]:
     """The request parameters an agent's ``model:`` asks for: temperature, max_tokens, then ``params``."""
     params: dict[str, Any] = {}
     if spec is None:
@@ -64,7 +64,7 @@ def model_params(spec: ModelSpec | None) -> dict[str, Any]:
 
 
 def build_request(
-    spec: ModelSpec,
+    spec: ModelConfig,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     *,

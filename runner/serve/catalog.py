@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.agentfile.config import AgentConfig
+from runner.agentfile.files import AGENT_SUFFIXES, config_from_file, inspect_file
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.agentfile import AGENT_SUFFIXES, inspect_file, spec_from_file
-from runner.spec.model import AgentSpec
 
 __all__ = ["Catalog", "ServedAgent", "find_agent_files", "load_catalog"]
 
@@ -28,7 +28,7 @@ class ServedAgent:
     """One model of the server: the agent's name, its spec and the file it came from."""
 
     name: str
-    spec: AgentSpec
+    spec: AgentConfig
     path: Path
     created: int
 
@@ -97,7 +97,7 @@ def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[Ser
         created = int(path.stat().st_mtime)
     except OSError:
         created = int(time.time())
-    return [ServedAgent(name, spec_from_file(agent_file, name), path, created) for name in agent_file.names]
+    return [ServedAgent(name, config_from_file(agent_file, name), path, created) for name in agent_file.names]
 
 
 def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None) -> Catalog:

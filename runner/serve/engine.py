@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runner.agentfile.config import AgentConfig
 from runner.errors import ModelError, RunnerError
 from runner.loop.events import (
     AssistantMessage,
@@ -34,7 +35,6 @@ from runner.serve.details import ToolBlock
 from runner.serve.history import Conversation
 from runner.serve.models import ModelPool
 from runner.serve.protocol import ApiError
-from runner.spec.model import AgentSpec
 
 __all__ = ["ChatRun", "EndPiece", "Piece", "ReasoningPiece", "TextPiece", "ToolBlock", "ToolRunning"]
 
@@ -104,7 +104,7 @@ class ChatRun:
 
     def __init__(
         self,
-        spec: AgentSpec,
+        spec: AgentConfig,
         conversation: Conversation,
         *,
         options: RunOptions,

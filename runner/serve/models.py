@@ -13,9 +13,9 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator
 
+from runner.agentfile.config import AgentConfig
 from runner.loop.runtime import SessionConfig, resolve_model_spec
 from runner.models.base import Model, Reply, Request, StreamEvent
-from runner.spec.model import AgentSpec
 
 __all__ = ["ModelPool", "SharedModel"]
 
@@ -55,7 +55,7 @@ class ModelPool:
         self.config = config
         self._models: dict[str, Model] = {}
 
-    def get(self, spec: AgentSpec) -> Model | None:
+    def get(self, spec: AgentConfig) -> Model | None:
         """The shared model for ``spec``; None when sessions must build their own (cassettes)."""
         if self.config.record is not None or self.config.replay is not None:
             return None

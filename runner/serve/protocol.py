@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.spec.model import AgentSpec
+from runner.agentfile.config import AgentConfig
 
 __all__ = ["ApiError", "ChatRequest", "lowered_spec", "model_params", "parse_chat_request"]
 
@@ -226,7 +226,7 @@ def _lower(agent: float | None, request: float | None) -> float | None:
     return request if agent is None else min(agent, request)
 
 
-def model_params(spec: AgentSpec, request: ChatRequest) -> dict[str, Any]:
+def model_params(spec: AgentConfig, request: ChatRequest) -> dict[str, Any]:
     """The request's ``temperature`` and ``max_tokens``, never above the agent's own values."""
     params: dict[str, Any] = {}
     model = spec.model
@@ -239,7 +239,7 @@ def model_params(spec: AgentSpec, request: ChatRequest) -> dict[str, Any]:
     return params
 
 
-def lowered_spec(spec: AgentSpec, request: ChatRequest) -> AgentSpec:
+def lowered_spec(spec: AgentConfig, request: ChatRequest) -> AgentConfig:
     """``spec`` with the request's limits applied where they are lower than the agent's."""
     if not request.limits:
         return spec

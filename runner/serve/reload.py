@@ -15,9 +15,9 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 
+from runner.agentfile.files import AGENT_SUFFIXES
 from runner.errors import ConfigError
 from runner.serve.catalog import Catalog, ServedAgent, load_catalog
-from runner.spec.agentfile import AGENT_SUFFIXES
 
 __all__ = ["CatalogHolder"]
 

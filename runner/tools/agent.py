@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
+from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError
-from runner.spec.model import ToolSourceSpec
 from runner.tools.sources import LoadedSource, SourceContext
 
 
-async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """One tool that runs the named agent as a nested session per call."""
     if ctx.agent_tool_factory is None:
         raise ConfigError("agent tools can only be used inside a session")

@@ -46,20 +46,20 @@ class Tool:
     confirm: bool = False
     timeout_s: float | None = None
     original_name: str = ""
-    _spec: dict[str, Any] = field(init=False, repr=False)
+    _definition: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.original_name:
             object.__setattr__(self, "original_name", self.name)
-        spec = {
+        definition = {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
-        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_definition", definition)
 
-    def spec(self) -> dict[str, Any]:
+    def definition(self) -> dict[str, Any]:
         """The OpenAI function-tool dict; the same object every time (request prefixes stay identical)."""
-        return self._spec
+        return self._definition
 
 
 @dataclass(frozen=True)

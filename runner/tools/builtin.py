@@ -26,8 +26,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 import toolsets
+from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.model import ToolSourceSpec
 from runner.tools.base import Tool, ToolCallable
 from runner.tools.sources import LoadedSource, SourceContext
 
@@ -113,7 +113,7 @@ def validate_options(
     return {**defaults, **options}
 
 
-def check_source(spec: ToolSourceSpec, agent_path: Path) -> list[ConfigError]:
+def check_source(spec: ToolSourceConfig, agent_path: Path) -> list[ConfigError]:
     """What ``runner validate`` can say about a ``builtin:`` source without opening it."""
     where = f"tools[{spec.index}].with"
     try:
@@ -126,7 +126,7 @@ def check_source(spec: ToolSourceSpec, agent_path: Path) -> list[ConfigError]:
     return []
 
 
-def _at_source(error: ConfigError, spec: ToolSourceSpec) -> ConfigError:
+def _at_source(error: ConfigError, spec: ToolSourceConfig) -> ConfigError:
     """``error`` located at the source's entry when it has no line of its own."""
     if error.line:
         return error
@@ -135,7 +135,7 @@ def _at_source(error: ConfigError, spec: ToolSourceSpec) -> ConfigError:
     )
 
 
-async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """Open a ``builtin:`` source: check its ``with:`` options and build the toolset's tools."""
     file = str(ctx.agent.path)
     where = f"tools[{spec.index}].with"

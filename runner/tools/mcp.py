@@ -41,8 +41,8 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from runner.agentfile.config import McpServerConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.spec.model import McpServerSpec, ToolSourceSpec
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.mcp_client import Connect, McpClient, McpStartError
 from runner.tools.schema import clean_schema
@@ -142,7 +142,7 @@ class McpLoadedSource(LoadedSource):
         return sorted(after - before), sorted(before - after)
 
 
-async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> McpLoadedSource:
+async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> McpLoadedSource:
     """Open the server's session (closed when ``stack`` closes) and list its tools."""
     server = spec.mcp
     if server is None:
@@ -189,7 +189,7 @@ async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExit
     return loaded
 
 
-def connector(server: McpServerSpec, *, headers: Mapping[str, str], cwd: Path) -> Connect:
+def connector(server: McpServerConfig, *, headers: Mapping[str, str], cwd: Path) -> Connect:
     """How the client reaches ``server``: stdio for a command, else streamable HTTP or legacy SSE."""
 
     async def connect(stack: AsyncExitStack, stderr: TextIO) -> tuple[Any, Any]:
@@ -324,11 +324,11 @@ def _slug(server_name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", last) or "mcp"
 
 
-def _path(spec: ToolSourceSpec) -> str:
+def _path(spec: ToolSourceConfig) -> str:
     return f"tools[{spec.index}].mcp"
 
 
-def _start_error(spec: ToolSourceSpec, ctx: SourceContext, exc: McpStartError) -> ConfigError:
+def _start_error(spec: ToolSourceConfig, ctx: SourceContext, exc: McpStartError) -> ConfigError:
     server = spec.mcp
     assert server is not None
     verb = "started" if server.transport == "stdio" else "reached"

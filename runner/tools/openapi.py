@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urljoin, urlsplit, urlunsp
 
 import httpx
 
+from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ToolError
-from runner.spec.model import ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.openapi_convert import OperationPlan, ParamPlan, convert_operations, split_template
 from runner.tools.openapi_spec import OpenApiDocument, load_document, openapi_error
@@ -47,7 +47,7 @@ _PATH_SAFE = "/:@!$&'()*+,;=%"
 _TEXT_TYPES = ("application/xml", "application/yaml", "application/javascript", "application/x-yaml")
 
 
-async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """Load the document of an ``openapi:`` source and make one tool per operation."""
     document = await load_document(spec, ctx)
     plans = _converted(document, spec.headers, ctx.logger.warning)

@@ -32,7 +32,7 @@ from runner.errors import ConfigError
 from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS, resolve_pointer
 
 if TYPE_CHECKING:
-    from runner.spec.model import ToolSourceSpec
+    from runner.agentfile.config import ToolSourceConfig
     from runner.tools.sources import SourceContext
 
 __all__ = ["OpenApiDocument", "SchemaResolver", "is_url", "load_document", "openapi_error", "parse_document"]
@@ -58,7 +58,7 @@ def openapi_error(label: str, message: str, *, hint: str | None = None) -> Confi
     return ConfigError(f"openapi source '{label}': {message}", hint=hint)
 
 
-async def load_document(spec: ToolSourceSpec, ctx: SourceContext) -> OpenApiDocument:
+async def load_document(spec: ToolSourceConfig, ctx: SourceContext) -> OpenApiDocument:
     """Fetch (cached) or read the source's document and check that it is OpenAPI 3.x."""
     label = spec.label
     if is_url(spec.target):
@@ -251,7 +251,7 @@ def _exclusive_bounds_to_numbers(schema: dict[str, Any]) -> None:
 # ---- fetching and the disk cache ----------------------------------------------------------------
 
 
-async def _fetch_cached(spec: ToolSourceSpec, ctx: SourceContext) -> dict[str, Any]:
+async def _fetch_cached(spec: ToolSourceConfig, ctx: SourceContext) -> dict[str, Any]:
     url = spec.target
     cache_file = Path(ctx.cache_dir) / "openapi" / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.json"
     cached = None if ctx.refresh else _read_cache(cache_file, url)
@@ -268,7 +268,7 @@ async def _fetch_cached(spec: ToolSourceSpec, ctx: SourceContext) -> dict[str, A
     return data
 
 
-async def _fetch(url: str, spec: ToolSourceSpec, ctx: SourceContext) -> str:
+async def _fetch(url: str, spec: ToolSourceConfig, ctx: SourceContext) -> str:
     import httpx
 
     timeout = spec.timeout_s if spec.timeout_s is not None else ctx.default_timeout_s

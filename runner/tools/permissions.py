@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
-from runner.spec.model import PermissionsSpec
 from runner.tools.shellwords import ParsedCommand, deny_candidates, parse_command
 
 __all__ = ["PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
@@ -112,7 +112,7 @@ def parse_pattern(pattern: str) -> Rule:
 class Permissions:
     """The agent's ``permissions:`` lists, parsed once, answering per call."""
 
-    def __init__(self, spec: PermissionsSpec) -> None:
+    def __init__(self, spec: PermissionsConfig) -> None:
         self._rules: dict[Verdict, tuple[Rule, ...]] = {
             "deny": tuple(parse_pattern(p) for p in spec.deny),
             "ask": tuple(parse_pattern(p) for p in spec.ask),

@@ -28,9 +28,9 @@ from typing import Any
 import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 
+from runner.agentfile.config import ToolSourceConfig
+from runner.agentfile.imports import import_module
 from runner.errors import ConfigError, ToolError
-from runner.spec.imports import import_module
-from runner.spec.model import ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.docstrings import parse_docstring
 from runner.tools.schema import clean_schema, inline_refs
@@ -55,7 +55,7 @@ CONTEXT_PARAMETERS: Mapping[str, _Injector] = {
 """Double-underscore parameter names the runner fills, and how."""
 
 
-async def load_source(spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """The ``python:`` loader of ``runner.tools.sources``; ``ctx.refresh`` re-imports edited modules."""
     return LoadedSource(tools_from_module_path(spec.target, base_dir=spec.base_dir, reload=ctx.refresh))
 

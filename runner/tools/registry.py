@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.spec.model import ToolSourceSpec
+from runner.agentfile.config import ToolSourceConfig
 from runner.tools.base import Tool
 from runner.tools.schema import clean_schema
 
@@ -54,7 +54,7 @@ def fit_name_length(name: str) -> str:
 class ToolRegistry:
     """The final, ordered set of tools a session offers the model."""
 
-    def __init__(self, groups: Iterable[tuple[ToolSourceSpec | None, Sequence[Tool]]]) -> None:
+    def __init__(self, groups: Iterable[tuple[ToolSourceConfig | None, Sequence[Tool]]]) -> None:
         self._by_name: dict[str, Tool] = {}
         self.renames: list[Rename] = []
         """Every tool whose final name differs from its original one, in registry order."""
@@ -64,7 +64,7 @@ class ToolRegistry:
                     self._add(spec, tool)
         self._tools = tuple(self._by_name.values())
         self._names = tuple(self._by_name)
-        self._specs: list[dict[str, Any]] = [tool.spec() for tool in self._tools]
+        self._definitions: list[dict[str, Any]] = [tool.definition() for tool in self._tools]
 
     @classmethod
     def from_tools(cls, tools: Iterable[Tool]) -> ToolRegistry:
@@ -83,9 +83,9 @@ class ToolRegistry:
         """The tools, in registry order."""
         return self._tools
 
-    def specs(self) -> list[dict[str, Any]]:
+    def definitions(self) -> list[dict[str, Any]]:
         """The OpenAI tool specs; the same list object on every call (do not mutate it)."""
-        return self._specs
+        return self._definitions
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -96,7 +96,7 @@ class ToolRegistry:
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools)
 
-    def _add(self, spec: ToolSourceSpec | None, tool: Tool) -> None:
+    def _add(self, spec: ToolSourceConfig | None, tool: Tool) -> None:
         original = tool.original_name
         source_id = (spec.id if spec is not None else None) or tool.source_id
         prefix = sanitize_name(source_id) if source_id else ""
@@ -148,7 +148,7 @@ class ToolRegistry:
         return f"{tool.source_kind}:{tool.source_id}"
 
     @staticmethod
-    def _finish(spec: ToolSourceSpec | None, tool: Tool, name: str) -> Tool:
+    def _finish(spec: ToolSourceConfig | None, tool: Tool, name: str) -> Tool:
         """The tool under its final name, with a clean schema and the source's id, confirm and timeout."""
         changes: dict[str, Any] = {}
         if name != tool.name:
@@ -166,7 +166,7 @@ class ToolRegistry:
         return dataclasses.replace(tool, **changes) if changes else tool
 
 
-def _selected(spec: ToolSourceSpec | None, name: str) -> bool:
+def _selected(spec: ToolSourceConfig | None, name: str) -> bool:
     """``include`` (any glob matches; empty = all) minus ``exclude``, on the source's original name."""
     if spec is None:
         return True

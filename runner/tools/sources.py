@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile.config import AgentConfig, SourceKind, ToolSourceConfig
 from runner.errors import ConfigError, RunnerError
-from runner.spec.model import AgentSpec, SourceKind, ToolSourceSpec
 from runner.tools.base import Tool
 
 __all__ = ["LoadedSource", "SourceContext", "SourceFailure", "SourceLoader", "loader_for"]
@@ -35,7 +35,7 @@ class LoadedSource:
 class SourceContext:
     """What loaders may need besides their own spec."""
 
-    agent: AgentSpec
+    agent: AgentConfig
     cache_dir: Path = field(default_factory=lambda: Path(".runner") / "cache")
     openapi_cache_ttl_s: float = 3600.0
     refresh: bool = False
@@ -44,7 +44,7 @@ class SourceContext:
     #: Called with (source label, message) for progress worth showing (MCP progress, reconnects).
     on_progress: Callable[[str, str], None] | None = None
     #: Builds the tool of an ``agent:`` source (set by the loop, which owns sessions).
-    agent_tool_factory: Callable[[ToolSourceSpec], Awaitable[Tool]] | None = None
+    agent_tool_factory: Callable[[ToolSourceConfig], Awaitable[Tool]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -52,11 +52,11 @@ class SourceContext:
 class SourceFailure:
     """A source that could not be opened, and why."""
 
-    spec: ToolSourceSpec
+    spec: ToolSourceConfig
     error: RunnerError
 
 
-SourceLoader = Callable[[ToolSourceSpec, SourceContext, AsyncExitStack], Awaitable[LoadedSource]]
+SourceLoader = Callable[[ToolSourceConfig, SourceContext, AsyncExitStack], Awaitable[LoadedSource]]
 
 _LOADERS: dict[SourceKind, str] = {
     "python": "runner.tools.python:load_source",

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import Result
 
 from runner import __version__
+from runner.agentfile import check_file, load_agent
 from runner.resources import data_dir
-from runner.spec import check_file, load_agent
 
 Invoke = Callable[..., Result]
 

@@ -155,7 +155,7 @@ def test_name_is_looked_up_in_local_agents_before_the_packaged_ones(
     packaged.mkdir()
     (packaged / "helper.yaml").write_text("version: 1\nname: packaged-helper\n", encoding="utf-8")
     (packaged / "other.yaml").write_text("version: 1\nname: packaged-other\n", encoding="utf-8")
-    monkeypatch.setattr("runner.spec.agentfile.packaged_agents_dir", lambda: packaged)
+    monkeypatch.setattr("runner.agentfile.files.packaged_agents_dir", lambda: packaged)
     project = tmp_path / "project"
     (project / "agents").mkdir(parents=True)
     (project / "agents" / "helper.yml").write_text("version: 1\nname: local-helper\n", encoding="utf-8")

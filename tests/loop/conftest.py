@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile import load_agent
+from runner.agentfile.config import AgentConfig
 from runner.loop.events import LoopEvent, Note
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions, Session, TurnResult
 from runner.models.base import Model
-from runner.spec import load_agent
-from runner.spec.model import AgentSpec
 from runner.store.transcript import Transcript, read_transcript, sessions_dir
 from runner.testing import ScriptedModel
 
@@ -50,7 +50,7 @@ class Agents:
         name: str = "tester",
         env: dict[str, str] | None = None,
         filename: str = "agent.yaml",
-    ) -> AgentSpec:
+    ) -> AgentConfig:
         """Write and load an agent; ``tools`` adds a ``python:`` source unless the body has ``tools:``."""
         tag = f"{next(_serial)}_{uuid.uuid4().hex[:8]}"
         text = f"version: 1\nname: {name}\n" + textwrap.dedent(body).strip("\n") + "\n"
@@ -139,7 +139,7 @@ def drive(home: Path) -> Driver:
     """Open a session on a scripted model, run one turn per input, return the ``Run``."""
 
     async def run(
-        spec: AgentSpec,
+        spec: AgentConfig,
         script: Iterable[Any] | None = None,
         *inputs: str | None,
         model: Model | None = None,

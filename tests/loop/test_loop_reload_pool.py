@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import AgentConfig, McpServerConfig, ToolSourceConfig
 from runner.errors import ConfigError
 from runner.loop.reload import SourcePool
-from runner.spec.model import AgentSpec, McpServerSpec, ToolSourceSpec
 from runner.tools.base import Tool
 from runner.tools.sources import LoadedSource, SourceContext
 
@@ -23,7 +23,9 @@ class CountingLoader:
         self.opened: list[str] = []
         self.closed: list[str] = []
 
-    async def __call__(self, spec: ToolSourceSpec, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
+    async def __call__(
+        self, spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack
+    ) -> LoadedSource:
         if spec.target == "broken":
             raise ConfigError("cannot start")
         self.opened.append(spec.target)
@@ -37,9 +39,9 @@ class CountingLoader:
         )
 
 
-def source(target: str, index: int = 0, **changes: Any) -> ToolSourceSpec:
-    base = ToolSourceSpec(
-        kind="mcp", target=target, base_dir=Path("."), mcp=McpServerSpec(url="http://x/" + target)
+def source(target: str, index: int = 0, **changes: Any) -> ToolSourceConfig:
+    base = ToolSourceConfig(
+        kind="mcp", target=target, base_dir=Path("."), mcp=McpServerConfig(url="http://x/" + target)
     )
     return replace(base, index=index, **changes)
 
@@ -53,7 +55,7 @@ def loader(monkeypatch: pytest.MonkeyPatch) -> CountingLoader:
 
 async def test_unchanged_sources_are_reused_and_changed_ones_reopened(loader: CountingLoader) -> None:
     pool = SourcePool()
-    ctx = SourceContext(agent=AgentSpec(name="a", path=Path("a.yaml")))
+    ctx = SourceContext(agent=AgentConfig(name="a", path=Path("a.yaml")))
     await pool.load((source("one"), source("two", 1)), ctx)
     assert loader.opened == ["one", "two"]
     # "one" moves to another line (not a config change); "two" gets a new timeout (a change)
@@ -67,7 +69,7 @@ async def test_unchanged_sources_are_reused_and_changed_ones_reopened(loader: Co
 
 async def test_a_failed_reload_keeps_every_open_source(loader: CountingLoader) -> None:
     pool = SourcePool()
-    ctx = SourceContext(agent=AgentSpec(name="a", path=Path("a.yaml")))
+    ctx = SourceContext(agent=AgentConfig(name="a", path=Path("a.yaml")))
     await pool.load((source("one"),), ctx)
     loaded, failures = await pool.load((source("new"), source("broken", 1)), ctx)
     assert loaded == [] and [f.spec.target for f in failures] == ["broken"]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from runner.agentfile import load_agent
 from runner.loop.events import Note
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions
 from runner.models.base import Reply, Request, Usage
-from runner.spec import load_agent
 from runner.testing import ScriptedModel, tool_call
 
 TEAM = """\
@@ -119,7 +119,7 @@ async def test_agents_calling_each_other_stop_at_the_depth_limit(
 
 
 def test_unknown_team_member_is_a_config_error(tmp_path: Path) -> None:
-    from runner.spec.agentfile import check_file
+    from runner.agentfile.files import check_file
 
     (tmp_path / "t.yaml").write_text(
         "version: 1\nagents:\n  a:\n    model: x/y\n    tools:\n      - agent: '#helpr'\n"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import ModelConfig
 from runner.errors import ModelError
 from runner.models.base import (
     Completed,
@@ -23,7 +24,6 @@ from runner.models.base import (
 )
 from runner.models.factory import build_request
 from runner.models.resilient import ResilientModel
-from runner.spec.model import ModelSpec
 from runner.testing import ScriptedServer
 
 Serve = Callable[..., ScriptedServer]
@@ -169,7 +169,7 @@ async def test_usage_of_several_calls_adds_up(serve: Serve, connect: Connect, st
 
 async def test_spec_parameters_reach_the_server_but_timeout_does_not(serve: Serve, connect: Connect) -> None:
     server = serve([{"content": "ok"}])
-    spec = ModelSpec(id="openai/scripted-model", temperature=0.2, max_tokens=64, params={"seed": 7})
+    spec = ModelConfig(id="openai/scripted-model", temperature=0.2, max_tokens=64, params={"seed": 7})
     await connect(server.base_url).complete(build_request(spec, list(MESSAGES), stream=False))
     body = server.requests[0]
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.2, 64, 7)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import AgentConfig, LimitsConfig, ModelConfig
 from runner.serve.details import ToolBlock, render_details, split_content
 from runner.serve.history import UNANSWERED, parse_conversation
 from runner.serve.protocol import ApiError, lowered_spec, model_params, parse_chat_request
-from runner.spec.model import AgentSpec, LimitsSpec, ModelSpec
 
 TRICKY = ToolBlock(
     "call_<1>", 'na"me', '{"q": "<b> & \\"x\\" \'y\'", "n": "é"}', "line one\n<tag a=\"1\"> & 'two' é"
@@ -139,11 +139,11 @@ def test_conversations_a_provider_would_reject_are_400(messages: list[dict[str, 
 
 
 def test_request_values_only_lower_the_agents() -> None:
-    spec = AgentSpec(
+    spec = AgentConfig(
         name="a",
         path=Path("a.yaml"),
-        model=ModelSpec(id="m", temperature=0.3, max_tokens=100),
-        limits=LimitsSpec(max_steps=5, timeout_s=None),
+        model=ModelConfig(id="m", temperature=0.3, max_tokens=100),
+        limits=LimitsConfig(max_steps=5, timeout_s=None),
     )
     body = {"model": "a", "messages": [{"role": "user", "content": "hi"}]}
     higher = parse_chat_request(

@@ -8,11 +8,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile import load_agent
+from runner.agentfile.config import AgentConfig
 from runner.loop.events import LoopEvent, ToolFinished
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions
-from runner.spec import load_agent
-from runner.spec.model import AgentSpec
 from runner.testing import ScriptedModel, text, tool_calls
 
 LOOKUP = {
@@ -31,7 +31,7 @@ def add(a: int, b: int) -> int:
 '''
 
 
-def write_agent(root: Path, limits: str = "") -> AgentSpec:
+def write_agent(root: Path, limits: str = "") -> AgentConfig:
     module = f"serve_loop_tools_{uuid.uuid4().hex[:10]}"
     (root / f"{module}.py").write_text(TOOLS, encoding="utf-8")
     body = f"version: 1\nname: mixer\nprompts:\n  system: Mix.\ntools:\n  - python: {module}\n"

@@ -10,11 +10,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from runner.agentfile import load_agent
 from runner.cli.main import app
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions
 from runner.resources import load_schema
-from runner.spec import load_agent
 from runner.store.cassette import CassetteError, read_cassette
 from runner.testing import ScriptedServer
 

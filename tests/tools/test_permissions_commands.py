@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner.spec.model import PermissionsSpec
+from runner.agentfile.config import PermissionsConfig
 from runner.tools.permissions import Permissions
 from runner.tools.shellwords import deny_candidates, parse_command
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
-    return Permissions(PermissionsSpec(allow=allow, ask=ask, deny=deny))
+    return Permissions(PermissionsConfig(allow=allow, ask=ask, deny=deny))
 
 
 ALLOW_GIT = _perms(allow=("shell(command=git *)",))

@@ -13,7 +13,7 @@ from runner.tools.base import RunContext, Tool, ToolResult
 
 def test_spec_is_the_openai_function_shape(make_tool: Any) -> None:
     tool: Tool = make_tool("lookup", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
-    assert tool.spec() == {
+    assert tool.definition() == {
         "type": "function",
         "function": {
             "name": "lookup",
@@ -25,16 +25,16 @@ def test_spec_is_the_openai_function_shape(make_tool: Any) -> None:
 
 def test_spec_is_the_same_object_on_every_call(make_tool: Any) -> None:
     tool: Tool = make_tool("lookup")
-    assert tool.spec() is tool.spec()
-    assert json.dumps(tool.spec()) == json.dumps(tool.spec())
+    assert tool.definition() is tool.definition()
+    assert json.dumps(tool.definition()) == json.dumps(tool.definition())
 
 
 def test_replacing_the_name_rebuilds_the_spec_and_keeps_the_original_name(make_tool: Any) -> None:
     tool: Tool = make_tool("lookup")
     renamed = dataclasses.replace(tool, name="web_lookup")
-    assert renamed.spec()["function"]["name"] == "web_lookup"
+    assert renamed.definition()["function"]["name"] == "web_lookup"
     assert renamed.original_name == "lookup"
-    assert tool.spec()["function"]["name"] == "lookup"
+    assert tool.definition()["function"]["name"] == "lookup"
 
 
 def test_original_name_defaults_to_the_name(make_tool: Any) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
-from runner.spec.model import PermissionsSpec
 from runner.tools.permissions import Permissions, parse_pattern
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
-    return Permissions(PermissionsSpec(allow=allow, ask=ask, deny=deny))
+    return Permissions(PermissionsConfig(allow=allow, ask=ask, deny=deny))
 
 
 def test_no_matching_rule_gives_none() -> None:

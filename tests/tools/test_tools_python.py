@@ -406,13 +406,13 @@ def test_a_functions_tool_is_built_once_and_again_after_a_reload(write_module: A
 async def test_load_source_builds_the_tools_of_a_python_source(write_module: Any, module_dir: Path) -> None:
     from contextlib import AsyncExitStack
 
-    from runner.spec.model import AgentSpec, ToolSourceSpec
+    from runner.agentfile.config import AgentConfig, ToolSourceConfig
     from runner.tools.python import load_source
     from runner.tools.sources import SourceContext
 
     name = write_module("def one() -> int:\n    return 1\n\ndef two() -> int:\n    return 2\n")
-    spec = ToolSourceSpec(kind="python", target=name, base_dir=module_dir)
-    context = SourceContext(agent=AgentSpec(name="a", path=module_dir / "agent.yaml"))
+    spec = ToolSourceConfig(kind="python", target=name, base_dir=module_dir)
+    context = SourceContext(agent=AgentConfig(name="a", path=module_dir / "agent.yaml"))
     async with AsyncExitStack() as stack:
         loaded = await load_source(spec, context, stack)
     assert [t.name for t in loaded.tools] == ["one", "two"]

@@ -7,15 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.spec.model import ToolSourceSpec
+from runner.agentfile.config import ToolSourceConfig
 from runner.tools.base import Tool
 from runner.tools.registry import ToolRegistry, fit_name_length, sanitize_name
 
 _VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-def _source(id: str | None = None, **options: Any) -> ToolSourceSpec:
-    return ToolSourceSpec(kind="python", target=id or "mod", base_dir=Path("."), id=id, **options)
+def _source(id: str | None = None, **options: Any) -> ToolSourceConfig:
+    return ToolSourceConfig(kind="python", target=id or "mod", base_dir=Path("."), id=id, **options)
 
 
 def test_order_is_sources_in_file_order_then_tools_in_source_order(make_tool: Any) -> None:
@@ -27,7 +27,7 @@ def test_order_is_sources_in_file_order_then_tools_in_source_order(make_tool: An
     )
     assert registry.names() == ("zeta", "alpha", "mid")
     assert [t.name for t in registry.tools()] == ["zeta", "alpha", "mid"]
-    assert [s["function"]["name"] for s in registry.specs()] == ["zeta", "alpha", "mid"]
+    assert [s["function"]["name"] for s in registry.definitions()] == ["zeta", "alpha", "mid"]
 
 
 def test_collision_across_sources_prefixes_the_later_tool_with_its_source_id(make_tool: Any) -> None:
@@ -121,9 +121,9 @@ def test_source_without_options_keeps_the_tool_unchanged(make_tool: Any) -> None
 
 def test_specs_is_the_same_list_object_every_call_and_uses_final_names(make_tool: Any) -> None:
     registry = ToolRegistry([(_source("a"), [make_tool("t")]), (_source("b"), [make_tool("t")])])
-    assert registry.specs() is registry.specs()
-    assert registry.specs()[1] is registry.get("b_t").spec()  # type: ignore[union-attr]
-    assert registry.specs()[1]["function"]["name"] == "b_t"
+    assert registry.definitions() is registry.definitions()
+    assert registry.definitions()[1] is registry.get("b_t").definition()  # type: ignore[union-attr]
+    assert registry.definitions()[1]["function"]["name"] == "b_t"
 
 
 def test_mapping_like_api(make_tool: Any) -> None:
@@ -144,7 +144,7 @@ def test_renaming_does_not_change_the_original_tool(make_tool: Any) -> None:
     original: Tool = make_tool("t")
     ToolRegistry([(_source("a"), [make_tool("t")]), (_source("b"), [original])])
     assert original.name == "t"
-    assert original.spec()["function"]["name"] == "t"
+    assert original.definition()["function"]["name"] == "t"
 
 
 def test_every_source_schema_is_cleaned(make_tool: Any) -> None:

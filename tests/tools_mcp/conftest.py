@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from runner.spec.model import AgentSpec, McpServerSpec, ToolSourceSpec
+from runner.agentfile.config import AgentConfig, McpServerConfig, ToolSourceConfig
 from runner.tools.base import RunContext
 from runner.tools.sources import SourceContext
 
@@ -173,7 +173,7 @@ def progress() -> Progress:
 @pytest.fixture
 def source_ctx(tmp_path: Path, progress: Progress) -> SourceContext:
     """A source context for an agent file in ``tmp_path``, with a 20 s default timeout."""
-    agent = AgentSpec(name="mcp-test", path=tmp_path / "agent.yaml")
+    agent = AgentConfig(name="mcp-test", path=tmp_path / "agent.yaml")
     return SourceContext(
         agent=agent,
         default_timeout_s=20.0,
@@ -187,19 +187,19 @@ def run_ctx(tmp_path: Path) -> RunContext:
     return RunContext(session_id="sess-mcp", agent="mcp-test", workspace=tmp_path)
 
 
-MakeSpec = Callable[..., ToolSourceSpec]
+MakeSpec = Callable[..., ToolSourceConfig]
 
 
 @pytest.fixture
 def make_spec(tmp_path: Path) -> MakeSpec:
-    """Build an mcp ``ToolSourceSpec`` from a URL or a command and its arguments."""
+    """Build an mcp ``ToolSourceConfig`` from a URL or a command and its arguments."""
 
-    def make(target: str, *args: str, env: dict[str, str] | None = None, **fields: Any) -> ToolSourceSpec:
+    def make(target: str, *args: str, env: dict[str, str] | None = None, **fields: Any) -> ToolSourceConfig:
         if target.startswith("http://"):
-            server = McpServerSpec(url=target)
+            server = McpServerConfig(url=target)
         else:
-            server = McpServerSpec(command=target, args=tuple(args), env=dict(env or {}))
-        return ToolSourceSpec(kind="mcp", target=target, base_dir=tmp_path, mcp=server, **fields)
+            server = McpServerConfig(command=target, args=tuple(args), env=dict(env or {}))
+        return ToolSourceConfig(kind="mcp", target=target, base_dir=tmp_path, mcp=server, **fields)
 
     return make
 

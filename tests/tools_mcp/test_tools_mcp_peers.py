@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.spec.model import ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.mcp import McpLoadedSource, load_source
 from runner.tools.sources import SourceContext
 
 
 @asynccontextmanager
-async def opened(spec: ToolSourceSpec, ctx: SourceContext) -> AsyncIterator[McpLoadedSource]:
+async def opened(spec: ToolSourceConfig, ctx: SourceContext) -> AsyncIterator[McpLoadedSource]:
     async with AsyncExitStack() as stack:
         yield await load_source(spec, ctx, stack)
 
@@ -32,9 +32,9 @@ def by_name(loaded: McpLoadedSource) -> dict[str, Tool]:
 @pytest.fixture(params=["stdio", "http", "sse"])
 def everything_spec(
     request: pytest.FixtureRequest,
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
-) -> ToolSourceSpec:
+) -> ToolSourceConfig:
     """The reference server over each transport."""
     if request.param == "stdio":
         return make_spec(*everything_stdio, id="everything")
@@ -43,7 +43,7 @@ def everything_spec(
 
 
 async def test_lists_reference_server_tools_on_every_transport(
-    everything_spec: ToolSourceSpec, source_ctx: SourceContext
+    everything_spec: ToolSourceConfig, source_ctx: SourceContext
 ) -> None:
     async with opened(everything_spec, source_ctx) as loaded:
         tools = by_name(loaded)
@@ -58,7 +58,7 @@ async def test_lists_reference_server_tools_on_every_transport(
 
 
 async def test_echo_and_sum_over_every_transport(
-    everything_spec: ToolSourceSpec, source_ctx: SourceContext, run_ctx: RunContext
+    everything_spec: ToolSourceConfig, source_ctx: SourceContext, run_ctx: RunContext
 ) -> None:
     async with opened(everything_spec, source_ctx) as loaded:
         tools = by_name(loaded)
@@ -67,7 +67,7 @@ async def test_echo_and_sum_over_every_transport(
 
 
 async def test_image_is_summarized_and_structured_content_is_compact_json(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -91,7 +91,7 @@ async def test_image_is_summarized_and_structured_content_is_compact_json(
 
 
 async def test_is_error_result_becomes_tool_error(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -104,7 +104,7 @@ async def test_is_error_result_becomes_tool_error(
 
 
 async def test_time_server_answers_over_stdio(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     time_server_command: str,
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -126,7 +126,7 @@ async def test_time_server_answers_over_stdio(
 
 async def test_twenty_calls_open_one_http_session(
     everything_http: Any,
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     source_ctx: SourceContext,
     run_ctx: RunContext,
 ) -> None:
@@ -145,7 +145,7 @@ async def test_twenty_calls_open_one_http_session(
 
 
 async def test_twenty_calls_use_one_stdio_process(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -162,7 +162,7 @@ async def test_twenty_calls_use_one_stdio_process(
 
 
 async def test_call_past_its_timeout_is_tool_error_and_session_survives(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -177,7 +177,7 @@ async def test_call_past_its_timeout_is_tool_error_and_session_survives(
 
 
 async def test_call_cancelled_by_its_caller_leaves_the_session_usable(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -194,7 +194,7 @@ async def test_call_cancelled_by_its_caller_leaves_the_session_usable(
 
 
 async def test_progress_notifications_reach_on_progress(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -213,7 +213,7 @@ async def test_progress_notifications_reach_on_progress(
 
 
 async def test_unreachable_http_server_is_config_error(
-    make_spec: Callable[..., ToolSourceSpec], source_ctx: SourceContext, unused_port: int
+    make_spec: Callable[..., ToolSourceConfig], source_ctx: SourceContext, unused_port: int
 ) -> None:
     spec = make_spec(f"http://127.0.0.1:{unused_port}/mcp", index=2)
     with pytest.raises(ConfigError) as raised:
@@ -226,7 +226,7 @@ async def test_unreachable_http_server_is_config_error(
 
 async def test_http_server_that_dies_gives_tool_errors_then_reconnects(
     own_http_peer: Any,
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     source_ctx: SourceContext,
     run_ctx: RunContext,
 ) -> None:
@@ -243,7 +243,7 @@ async def test_http_server_that_dies_gives_tool_errors_then_reconnects(
 
 
 async def test_closing_from_another_task_ends_every_process_cleanly(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     everything_stdio: tuple[str, ...],
     everything_http: Any,
     source_ctx: SourceContext,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.spec.model import ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.mcp import McpLoadedSource, SchemaProblem, load_source
 from runner.tools.sources import SourceContext
@@ -22,7 +22,7 @@ FakeServer = tuple[tuple[str, ...], Path]
 
 
 @asynccontextmanager
-async def opened(spec: ToolSourceSpec, ctx: SourceContext) -> AsyncIterator[McpLoadedSource]:
+async def opened(spec: ToolSourceConfig, ctx: SourceContext) -> AsyncIterator[McpLoadedSource]:
     async with AsyncExitStack() as stack:
         yield await load_source(spec, ctx, stack)
 
@@ -32,7 +32,7 @@ def by_name(loaded: McpLoadedSource) -> dict[str, Tool]:
 
 
 @pytest.fixture
-def fake_spec(make_spec: Callable[..., ToolSourceSpec], fake_server: FakeServer) -> ToolSourceSpec:
+def fake_spec(make_spec: Callable[..., ToolSourceConfig], fake_server: FakeServer) -> ToolSourceConfig:
     command, log = fake_server
     return make_spec(*command, env={"FAKE_MCP_LOG": str(log)}, id="fake")
 
@@ -43,7 +43,7 @@ def initializations(fake_server: FakeServer) -> int:
 
 
 async def test_listing_follows_cursors_and_repairs_or_skips_bad_schemas(
-    fake_spec: ToolSourceSpec, source_ctx: SourceContext
+    fake_spec: ToolSourceConfig, source_ctx: SourceContext
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         # four pages of two tools; 'bad_schema' (type: string) cannot take an arguments object
@@ -67,14 +67,14 @@ async def test_listing_follows_cursors_and_repairs_or_skips_bad_schemas(
 
 
 async def test_server_id_names_the_source_when_the_file_gives_none(
-    make_spec: Callable[..., ToolSourceSpec], fake_server: FakeServer, source_ctx: SourceContext
+    make_spec: Callable[..., ToolSourceConfig], fake_server: FakeServer, source_ctx: SourceContext
 ) -> None:
     async with opened(make_spec(*fake_server[0]), source_ctx) as loaded:
         assert {tool.source_id for tool in loaded.tools} == {"scripted"}  # from serverInfo "fake/scripted"
 
 
 async def test_is_error_and_json_rpc_errors_become_tool_errors(
-    fake_spec: ToolSourceSpec, source_ctx: SourceContext, run_ctx: RunContext
+    fake_spec: ToolSourceConfig, source_ctx: SourceContext, run_ctx: RunContext
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         tools = by_name(loaded)
@@ -86,7 +86,7 @@ async def test_is_error_and_json_rpc_errors_become_tool_errors(
 
 
 async def test_mixed_content_is_summarized(
-    fake_spec: ToolSourceSpec, source_ctx: SourceContext, run_ctx: RunContext
+    fake_spec: ToolSourceConfig, source_ctx: SourceContext, run_ctx: RunContext
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         text = await by_name(loaded)["mixed"].call({}, run_ctx)
@@ -102,7 +102,7 @@ async def test_mixed_content_is_summarized(
 
 
 async def test_list_changed_relists_and_rebuilds_tools_in_place(
-    fake_spec: ToolSourceSpec, source_ctx: SourceContext, run_ctx: RunContext, progress: Any
+    fake_spec: ToolSourceConfig, source_ctx: SourceContext, run_ctx: RunContext, progress: Any
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         tools_list = loaded.tools
@@ -119,7 +119,7 @@ async def test_list_changed_relists_and_rebuilds_tools_in_place(
 
 
 async def test_twenty_calls_initialize_once(
-    fake_spec: ToolSourceSpec, fake_server: FakeServer, source_ctx: SourceContext, run_ctx: RunContext
+    fake_spec: ToolSourceConfig, fake_server: FakeServer, source_ctx: SourceContext, run_ctx: RunContext
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         echo = by_name(loaded)["echo"]
@@ -129,7 +129,7 @@ async def test_twenty_calls_initialize_once(
 
 
 async def test_server_dying_mid_call_is_tool_error_then_one_reconnect(
-    fake_spec: ToolSourceSpec,
+    fake_spec: ToolSourceConfig,
     fake_server: FakeServer,
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -147,7 +147,7 @@ async def test_server_dying_mid_call_is_tool_error_then_one_reconnect(
 
 
 async def test_concurrent_calls_share_one_reconnect_attempt(
-    fake_spec: ToolSourceSpec, fake_server: FakeServer, source_ctx: SourceContext, run_ctx: RunContext
+    fake_spec: ToolSourceConfig, fake_server: FakeServer, source_ctx: SourceContext, run_ctx: RunContext
 ) -> None:
     async with opened(fake_spec, source_ctx) as loaded:
         tools = by_name(loaded)
@@ -159,7 +159,7 @@ async def test_concurrent_calls_share_one_reconnect_attempt(
 
 
 async def test_failed_reconnect_is_tool_error_not_a_crash(
-    make_spec: Callable[..., ToolSourceSpec],
+    make_spec: Callable[..., ToolSourceConfig],
     fake_server: FakeServer,
     source_ctx: SourceContext,
     run_ctx: RunContext,
@@ -185,7 +185,7 @@ async def test_failed_reconnect_is_tool_error_not_a_crash(
 
 
 async def test_unknown_command_is_config_error(
-    make_spec: Callable[..., ToolSourceSpec], source_ctx: SourceContext
+    make_spec: Callable[..., ToolSourceConfig], source_ctx: SourceContext
 ) -> None:
     spec = make_spec("no-such-mcp-server-command", "--flag", index=3)
     with pytest.raises(ConfigError) as raised:
@@ -198,7 +198,7 @@ async def test_unknown_command_is_config_error(
 
 
 async def test_server_exiting_at_once_reports_its_stderr_tail(
-    make_spec: Callable[..., ToolSourceSpec], fake_server: FakeServer, source_ctx: SourceContext
+    make_spec: Callable[..., ToolSourceConfig], fake_server: FakeServer, source_ctx: SourceContext
 ) -> None:
     with pytest.raises(ConfigError) as raised:
         async with opened(make_spec(*fake_server[0], "--exit-now", id="broken"), source_ctx):
@@ -214,7 +214,7 @@ async def test_server_exiting_at_once_reports_its_stderr_tail(
 
 
 async def test_server_that_never_answers_hits_the_start_up_timeout(
-    make_spec: Callable[..., ToolSourceSpec], source_ctx: SourceContext
+    make_spec: Callable[..., ToolSourceConfig], source_ctx: SourceContext
 ) -> None:
     silent = ("-c", "import sys; sys.stdin.read()")  # reads forever, never answers, exits on EOF
     source_ctx.default_timeout_s = 0.5

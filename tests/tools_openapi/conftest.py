@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 import yaml
 
-from runner.spec.model import AgentSpec, ToolSourceSpec
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.tools.sources import SourceContext
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ petstore_server = _load_example_server()
 
 
 class MakeSource(Protocol):
-    def __call__(self, target: str, **fields: Any) -> ToolSourceSpec: ...
+    def __call__(self, target: str, **fields: Any) -> ToolSourceConfig: ...
 
 
 class WriteDoc(Protocol):
@@ -48,7 +48,7 @@ class WriteDoc(Protocol):
 def source_ctx(tmp_path: Path) -> SourceContext:
     """A source context with its own cache directory and a 10 s default timeout."""
     return SourceContext(
-        agent=AgentSpec(name="tester", path=tmp_path / "agent.yaml"),
+        agent=AgentConfig(name="tester", path=tmp_path / "agent.yaml"),
         cache_dir=tmp_path / "cache",
         default_timeout_s=10.0,
         logger=logging.getLogger("tests.openapi"),
@@ -59,9 +59,9 @@ def source_ctx(tmp_path: Path) -> SourceContext:
 def make_source(tmp_path: Path) -> MakeSource:
     """Build an ``openapi:`` source spec whose relative paths resolve in ``tmp_path``."""
 
-    def make(target: str, **fields: Any) -> ToolSourceSpec:
+    def make(target: str, **fields: Any) -> ToolSourceConfig:
         fields.setdefault("base_dir", tmp_path)
-        return ToolSourceSpec(kind="openapi", target=target, **fields)
+        return ToolSourceConfig(kind="openapi", target=target, **fields)
 
     return make
 

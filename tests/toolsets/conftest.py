@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from runner.spec.model import AgentSpec, ToolSourceSpec
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
 from runner.tools.sources import SourceContext
@@ -34,7 +34,7 @@ def run_ctx(tmp_path: Path) -> RunContext:
 
 def _source_context(tmp_path: Path) -> SourceContext:
     """A source context for an agent file ``agent.yaml`` in ``tmp_path``."""
-    return SourceContext(agent=AgentSpec(name="tester", path=tmp_path / "agent.yaml"))
+    return SourceContext(agent=AgentConfig(name="tester", path=tmp_path / "agent.yaml"))
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def load_builtin(tmp_path: Path, stack: AsyncExitStack) -> LoadBuiltin:
         confirm: bool | None = None,
         base_dir: Path | None = None,
     ) -> dict[str, Tool]:
-        spec = ToolSourceSpec(
+        spec = ToolSourceConfig(
             kind="builtin",
             target=name,
             base_dir=base_dir or tmp_path,

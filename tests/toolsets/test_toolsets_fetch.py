@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.spec.model import AgentSpec, ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import check_source, load_source
 from runner.tools.sources import SourceContext
@@ -221,8 +221,8 @@ async def test_an_unreachable_host_is_a_tool_error(fetch: Tool, run_ctx: RunCont
 async def test_the_client_is_closed_with_the_session(
     tmp_path: Path, run_ctx: RunContext, server: str
 ) -> None:
-    spec = ToolSourceSpec(kind="builtin", target="fetch", base_dir=tmp_path, options=_PRIVATE)
-    agent = AgentSpec(name="tester", path=tmp_path / "agent.yaml")
+    spec = ToolSourceConfig(kind="builtin", target="fetch", base_dir=tmp_path, options=_PRIVATE)
+    agent = AgentConfig(name="tester", path=tmp_path / "agent.yaml")
     async with AsyncExitStack() as stack:
         tool = (await load_source(spec, SourceContext(agent=agent), stack)).tools[0]
         assert json.loads(await tool.call({"url": f"{server}/data.json"}, run_ctx))["n"] == 1
@@ -345,7 +345,7 @@ async def test_bad_guard_options_are_config_errors(
     option = next(iter(options))
     assert caught.value.path.startswith(f"tools[0].with.{option}")
     assert caught.value.hint and caught.value.hint.startswith(("fetch private", "hosts fetched"))
-    spec = ToolSourceSpec(kind="builtin", target="fetch", base_dir=tmp_path, options=options)
+    spec = ToolSourceConfig(kind="builtin", target="fetch", base_dir=tmp_path, options=options)
     assert [error.message for error in check_source(spec, tmp_path / "agent.yaml")] == [
         f"builtin toolset 'fetch': {message}"
     ]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.spec.model import AgentSpec, ToolSourceSpec
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
 from runner.tools.sources import SourceContext
@@ -110,9 +110,9 @@ async def test_a_cancelled_call_kills_the_process_group(
 
 
 async def test_closing_the_session_kills_a_running_command(tmp_path: Path, run_ctx: RunContext) -> None:
-    spec = ToolSourceSpec(kind="builtin", target="shell", base_dir=tmp_path, options={"timeout_s": 30})
+    spec = ToolSourceConfig(kind="builtin", target="shell", base_dir=tmp_path, options={"timeout_s": 30})
     stack = AsyncExitStack()
-    agent = AgentSpec(name="tester", path=tmp_path / "agent.yaml")
+    agent = AgentConfig(name="tester", path=tmp_path / "agent.yaml")
     loaded = await load_source(spec, SourceContext(agent=agent), stack)
     task: asyncio.Future[Any] = asyncio.ensure_future(
         loaded.tools[0].call({"command": "echo $$ > pid; sleep 60; sleep 60"}, run_ctx)

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile import load_agent
 from runner.loop.events import LoopEvent, Note
 from runner.loop.runtime import SessionConfig, open_session
 from runner.loop.session import RunOptions, Session
 from runner.models.base import Reply, Request
-from runner.spec import load_agent
 from runner.store.transcript import read_transcript
 from runner.testing import ScriptedModel
 from runner.watch import watch_session, watched_files

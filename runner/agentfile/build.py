@@ -1,28 +1,28 @@
-"""Building the typed ``AgentSpec`` from data that passed the schema."""
+"""Building the typed ``AgentConfig`` from data that passed the schema."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runner.spec.model import (
+from runner.agentfile.config import (
     SOURCE_KINDS,
-    AgentSpec,
-    ExpectSpec,
-    HookSpec,
-    LimitsSpec,
-    McpServerSpec,
-    ModelSpec,
-    PermissionsSpec,
-    PromptsSpec,
-    SelectorSpec,
+    AgentConfig,
+    ExpectConfig,
+    HookConfig,
+    LimitsConfig,
+    McpServerConfig,
+    ModelConfig,
+    PermissionsConfig,
+    PromptsConfig,
+    SelectorConfig,
     TemplateSource,
-    TestCaseSpec,
-    ToolSourceSpec,
+    TestCaseConfig,
+    ToolSourceConfig,
 )
-from runner.spec.yamlsrc import Document, PathKey
+from runner.agentfile.yamlsrc import Document, PathKey
 
-_LIMIT_FIELDS = set(LimitsSpec.__dataclass_fields__)
+_LIMIT_FIELDS = set(LimitsConfig.__dataclass_fields__)
 
 
 def origin_dir(doc: Document, path: PathKey) -> Path:
@@ -46,21 +46,21 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
     return TemplateSource(text=str(value), origin=origin, line=line)
 
 
-def build_model(value: Any) -> ModelSpec | None:
-    """``model:`` as a ``ModelSpec`` (a string is the id)."""
+def build_model(value: Any) -> ModelConfig | None:
+    """``model:`` as a ``ModelConfig`` (a string is the id)."""
     if value is None:
         return None
     if isinstance(value, str):
-        return ModelSpec(id=value)
+        return ModelConfig(id=value)
     fields = dict(value)
     fields["fallbacks"] = tuple(fields.get("fallbacks", ()))
     for key in ("api_base", "api_key"):
         if fields.get(key) in ("", None):
             fields.pop(key, None)
-    return ModelSpec(**{k: v for k, v in fields.items() if not k.startswith("x-")})
+    return ModelConfig(**{k: v for k, v in fields.items() if not k.startswith("x-")})
 
 
-def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> ToolSourceSpec:
+def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> ToolSourceConfig:
     kind = next(k for k in SOURCE_KINDS if k in entry)
     base = origin_dir(doc, path)
     target = entry[kind]
@@ -69,7 +69,7 @@ def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> 
     if kind == "mcp":
         if isinstance(target, dict):
             cwd = target.get("cwd")
-            mcp = McpServerSpec(
+            mcp = McpServerConfig(
                 command=target["command"],
                 args=tuple(str(a) for a in target.get("args", ())),
                 env={k: str(v) for k, v in target.get("env", {}).items()},
@@ -77,8 +77,8 @@ def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> 
             )
             target = " ".join([target["command"], *mcp.args])
         else:
-            mcp = McpServerSpec(url=target)
-    return ToolSourceSpec(
+            mcp = McpServerConfig(url=target)
+    return ToolSourceConfig(
         kind=kind,
         target=str(target),
         base_dir=base,
@@ -99,9 +99,9 @@ def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> 
     )
 
 
-def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookSpec:
+def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookConfig:
     kind = next(k for k in ("python", "command", "message") if k in entry)
-    return HookSpec(
+    return HookConfig(
         kind=kind,
         value=entry[kind],
         base_dir=origin_dir(doc, path),
@@ -111,16 +111,16 @@ def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookSpec:
     )
 
 
-def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseSpec:
+def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseConfig:
     expect = dict(entry.get("expect", {}))
     contains = expect.get("output_contains", ())
     cassette = entry.get("cassette")
-    return TestCaseSpec(
+    return TestCaseConfig(
         name=entry["name"],
         input=entry["input"],
         cassette=(origin_dir(doc, (*path, "cassette")) / cassette).resolve() if cassette else None,
         vars=dict(entry.get("vars", {})),
-        expect=ExpectSpec(
+        expect=ExpectConfig(
             output_contains=(contains,) if isinstance(contains, str) else tuple(contains),
             output_matches=expect.get("output_matches"),
             tools_called=tuple(expect.get("tools_called", ())),
@@ -130,8 +130,8 @@ def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseSpec:
     )
 
 
-def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = ()) -> AgentSpec:
-    """The ``AgentSpec`` of the body at ``prefix`` of a validated document."""
+def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = ()) -> AgentConfig:
+    """The ``AgentConfig`` of the body at ``prefix`` of a validated document."""
     node: Any = doc.data
     for part in prefix:
         node = node[part]
@@ -141,17 +141,17 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
     selector = body.get("selector", {})
     permissions = body.get("permissions", {})
     limits = {k: v for k, v in body.get("limits", {}).items() if k in _LIMIT_FIELDS}
-    return AgentSpec(
+    return AgentConfig(
         name=name,
         path=doc.path,
         model=build_model(body.get("model")),
         description=body.get("description", ""),
         function_calling=body.get("function_calling", "auto"),
         tool_format=body.get("tool_format", "xml"),
-        selector=SelectorSpec(
+        selector=SelectorConfig(
             model=selector.get("model"), rounds=selector.get("rounds", 1), history=selector.get("history", 4)
         ),
-        prompts=PromptsSpec(
+        prompts=PromptsConfig(
             **{
                 key: _template(doc, (*prefix, "prompts", key), prompts.get(key))
                 for key in ("system", "user", "status", "tool_selection")
@@ -161,7 +161,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
         tools=tuple(
             _source(doc, (*prefix, "tools", i), entry, i) for i, entry in enumerate(body.get("tools", ()))
         ),
-        permissions=PermissionsSpec(
+        permissions=PermissionsConfig(
             allow=tuple(permissions.get("allow", ())),
             ask=tuple(permissions.get("ask", ())),
             deny=tuple(permissions.get("deny", ())),
@@ -171,7 +171,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
             for event, chain in body.get("hooks", {}).items()
             if not event.startswith("x-")
         },
-        limits=LimitsSpec(**limits),
+        limits=LimitsConfig(**limits),
         tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
         secrets=frozenset(doc.secrets | _api_keys(body)),
         team=team,

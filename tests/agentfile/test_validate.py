@@ -1,4 +1,4 @@
-"""How JSON-Schema errors become short, located messages (``runner.spec.validate``)."""
+"""How JSON-Schema errors become short, located messages (``runner.agentfile.validate``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner.spec.validate import schema_errors, suggest
-from runner.spec.yamlsrc import NodeInfo, SourceMap
+from runner.agentfile.validate import schema_errors, suggest
+from runner.agentfile.yamlsrc import NodeInfo, SourceMap
 
 MINIMAL: dict[str, Any] = {"version": 1, "name": "weather"}
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
+from runner.agentfile.yamlsrc import PathKey, SourceMap, error_at
 from runner.errors import ConfigError
 from runner.resources import load_schema
-from runner.spec.yamlsrc import PathKey, SourceMap, error_at
 
 _TYPE_NAMES = {
     "object": "a mapping",

@@ -1,4 +1,4 @@
-"""What ``validate`` checks beyond the schema (``runner.spec.checks``): imports, templates, references."""
+"""What ``validate`` checks beyond the schema (``runner.agentfile.checks``): imports, templates, refs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.agentfile import check_file
 from runner.errors import ConfigError
-from runner.spec import check_file
 
 
 def _check(tmp_path: Path, body: str, *, extra_vars: tuple[str, ...] = ()) -> list[ConfigError]:

@@ -1,4 +1,4 @@
-"""``${VAR}`` / ``${VAR:-default}`` interpolation (``runner.spec.interpolate``)."""
+"""``${VAR}`` / ``${VAR:-default}`` interpolation (``runner.agentfile.interpolate``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from runner.agentfile.interpolate import Interpolator, is_secret_name, retype
 from runner.errors import ConfigError
-from runner.spec.interpolate import Interpolator, is_secret_name, retype
 
 
 def _expand(text: str, env: dict[str, str] | None = None, *, plain: bool = True) -> Any:

@@ -10,9 +10,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from runner.agentfile import config as model
+from runner.agentfile.schema_doc import render_markdown
 from runner.resources import data_dir, load_schema, schema_text
-from runner.spec import model
-from runner.spec.schema_doc import render_markdown
 
 Doc = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -222,10 +222,10 @@ def test_kinds_events_and_toolsets_match_the_typed_model() -> None:
 @pytest.mark.parametrize(
     ("def_name", "spec_class"),
     [
-        ("model_options", model.ModelSpec),
-        ("selector", model.SelectorSpec),
-        ("limits", model.LimitsSpec),
-        ("expect", model.ExpectSpec),
+        ("model_options", model.ModelConfig),
+        ("selector", model.SelectorConfig),
+        ("limits", model.LimitsConfig),
+        ("expect", model.ExpectConfig),
     ],
 )
 def test_defaults_match_the_typed_model(def_name: str, spec_class: type) -> None:
@@ -238,7 +238,7 @@ def test_defaults_match_the_typed_model(def_name: str, spec_class: type) -> None
 
 def test_limits_are_all_in_the_typed_model() -> None:
     properties = load_schema()["$defs"]["limits"]["properties"]
-    assert list(properties) == [f.name for f in dataclasses.fields(model.LimitsSpec)]
+    assert list(properties) == [f.name for f in dataclasses.fields(model.LimitsConfig)]
 
 
 # --- valid documents --------------------------------------------------------------------------------
@@ -503,7 +503,7 @@ def test_one_of_reports_the_branch_of_the_given_kind() -> None:
 def test_docs_format_md_is_generated_from_the_schema() -> None:
     generated = render_markdown(load_schema())
     committed = (data_dir("schemas").parent / "docs" / "format.md").read_text(encoding="utf-8")
-    assert committed == generated, "run: python -m runner.spec.schema_doc > docs/format.md"
+    assert committed == generated, "run: python -m runner.agentfile.schema_doc > docs/format.md"
 
 
 def test_reference_has_a_section_and_row_per_object_and_key() -> None:

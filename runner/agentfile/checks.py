@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile.build import origin_dir
+from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
+from runner.agentfile.imports import resolve_callable
+from runner.agentfile.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine
+from runner.agentfile.validate import suggest
+from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError
-from runner.spec.build import origin_dir
-from runner.spec.imports import resolve_callable
-from runner.spec.model import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
-from runner.spec.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine
-from runner.spec.validate import suggest
-from runner.spec.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 
 #: What the prompt mode's selector template sees besides the usual names (runner.models.selector).
 SELECTOR_NAMES = frozenset({"tools_json", "history"})

@@ -1,4 +1,4 @@
-"""The whole pipeline from a path to a validated ``AgentSpec``.
+"""The whole pipeline from a path to a validated ``AgentConfig``.
 
 read YAML (positions, ``${}``) -> apply ``extends`` -> JSON Schema -> semantic checks -> build.
 Every step reports all the problems it finds as ``ConfigErrors``, each with a location.
@@ -11,14 +11,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.agentfile.build import build_agent
+from runner.agentfile.checks import semantic_errors
+from runner.agentfile.config import AgentConfig
+from runner.agentfile.loader import resolve
+from runner.agentfile.validate import sort_errors, suggest
+from runner.agentfile.yamlsrc import Document, PathKey, error_at
 from runner.errors import ConfigError, ConfigErrors
 from runner.resources import packaged_agents_dir
-from runner.spec.build import build_agent
-from runner.spec.checks import semantic_errors
-from runner.spec.loader import resolve
-from runner.spec.model import AgentSpec
-from runner.spec.validate import sort_errors, suggest
-from runner.spec.yamlsrc import Document, PathKey, error_at
 
 AGENT_SUFFIXES = (".yaml", ".yml")
 
@@ -56,7 +56,7 @@ def _errors_of(exc: ConfigError) -> list[ConfigError]:
 
 def load_file(path: Path, *, env: Mapping[str, str] | None = None) -> AgentFile:
     """Read, resolve and schema-validate ``path``; raises ``ConfigErrors`` listing every problem."""
-    from runner.spec.validate import schema_errors
+    from runner.agentfile.validate import schema_errors
 
     doc = resolve(path, env=os.environ if env is None else env)
     errors = schema_errors(doc.data, doc.sources)
@@ -99,8 +99,8 @@ def inspect_file(
     return agent_file, sort_errors(errors)
 
 
-def spec_from_file(agent_file: AgentFile, name: str | None = None) -> AgentSpec:
-    """The ``AgentSpec`` of one agent of an already checked file."""
+def config_from_file(agent_file: AgentFile, name: str | None = None) -> AgentConfig:
+    """The ``AgentConfig`` of one agent of an already checked file."""
     chosen = agent_file.pick(name)
     return build_agent(agent_file.document, agent_file.prefix(chosen), team=agent_file.names)
 
@@ -111,7 +111,7 @@ def load_agent(
     agent: str | None = None,
     env: Mapping[str, str] | None = None,
     extra_vars: Iterable[str] = (),
-) -> AgentSpec:
+) -> AgentConfig:
     """Load, validate and check one agent; raises ``ConfigErrors`` on any problem."""
     agent_file = load_file(path, env=env)
     chosen = agent_file.pick(agent)
@@ -120,7 +120,7 @@ def load_agent(
     )
     if errors:
         raise ConfigErrors(sort_errors(errors))
-    return spec_from_file(agent_file, chosen)
+    return config_from_file(agent_file, chosen)
 
 
 def find_agent(ref: str, *, cwd: Path | None = None) -> Path:

@@ -1,7 +1,7 @@
 """The typed agent definition that the rest of the runner uses.
 
 These dataclasses are built only from data that already passed ``schemas/agent.schema.json``
-(see ``runner.spec.build``); they hold no validation of their own. Paths are absolute,
+(see ``runner.agentfile.build``); they hold no validation of their own. Paths are absolute,
 resolved against the file that wrote them (which matters with ``extends``).
 """
 
@@ -35,7 +35,7 @@ BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelConfig:
     """Which model to call and how (``model:``)."""
 
     id: str
@@ -51,7 +51,7 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class SelectorSpec:
+class SelectorConfig:
     """The tool selector of ``function_calling: prompt``."""
 
     model: str | None = None
@@ -78,7 +78,7 @@ class TemplateSource:
 
 
 @dataclass(frozen=True)
-class PromptsSpec:
+class PromptsConfig:
     """The prompt templates (``prompts:``)."""
 
     system: TemplateSource | None = None
@@ -88,7 +88,7 @@ class PromptsSpec:
 
 
 @dataclass(frozen=True)
-class McpServerSpec:
+class McpServerConfig:
     """How to reach an MCP server: a URL (streamable HTTP or legacy SSE) or a command (stdio)."""
 
     url: str | None = None
@@ -106,7 +106,7 @@ class McpServerSpec:
 
 
 @dataclass(frozen=True)
-class ToolSourceSpec:
+class ToolSourceConfig:
     """One entry of ``tools:``. ``target`` is the kind's value (module path, URL, toolset name...)."""
 
     kind: SourceKind
@@ -121,7 +121,7 @@ class ToolSourceSpec:
     headers: dict[str, str] = field(default_factory=dict)
     base_url: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    mcp: McpServerSpec | None = None
+    mcp: McpServerConfig | None = None
     description: str | None = None
     index: int = 0
     line: int = 0
@@ -134,7 +134,7 @@ class ToolSourceSpec:
 
 
 @dataclass(frozen=True)
-class HookSpec:
+class HookConfig:
     """One hook of a chain."""
 
     kind: HookKind
@@ -146,7 +146,7 @@ class HookSpec:
 
 
 @dataclass(frozen=True)
-class PermissionsSpec:
+class PermissionsConfig:
     """``permissions:`` patterns; ``deny`` wins over ``ask``, which wins over ``allow``."""
 
     allow: tuple[str, ...] = ()
@@ -155,7 +155,7 @@ class PermissionsSpec:
 
 
 @dataclass(frozen=True)
-class LimitsSpec:
+class LimitsConfig:
     """``limits:`` (SPEC section 9)."""
 
     max_steps: int = 25
@@ -173,7 +173,7 @@ class LimitsSpec:
 
 
 @dataclass(frozen=True)
-class ExpectSpec:
+class ExpectConfig:
     """What a test case checks."""
 
     output_contains: tuple[str, ...] = ()
@@ -184,7 +184,7 @@ class ExpectSpec:
 
 
 @dataclass(frozen=True)
-class TestCaseSpec:
+class TestCaseConfig:
     """One entry of ``tests:``."""
 
     __test__ = False  # not a pytest class
@@ -193,27 +193,27 @@ class TestCaseSpec:
     input: str
     cassette: Path | None = None
     vars: dict[str, Any] = field(default_factory=dict)
-    expect: ExpectSpec = field(default_factory=ExpectSpec)
+    expect: ExpectConfig = field(default_factory=ExpectConfig)
 
 
 @dataclass(frozen=True)
-class AgentSpec:
+class AgentConfig:
     """A validated agent: everything ``runner run`` needs, with absolute paths."""
 
     name: str
     path: Path
-    model: ModelSpec | None = None
+    model: ModelConfig | None = None
     description: str = ""
     function_calling: FunctionCalling = "auto"
     tool_format: ToolFormat = "xml"
-    selector: SelectorSpec = field(default_factory=SelectorSpec)
-    prompts: PromptsSpec = field(default_factory=PromptsSpec)
+    selector: SelectorConfig = field(default_factory=SelectorConfig)
+    prompts: PromptsConfig = field(default_factory=PromptsConfig)
     vars: dict[str, Any] = field(default_factory=dict)
-    tools: tuple[ToolSourceSpec, ...] = ()
-    permissions: PermissionsSpec = field(default_factory=PermissionsSpec)
-    hooks: dict[str, tuple[HookSpec, ...]] = field(default_factory=dict)
-    limits: LimitsSpec = field(default_factory=LimitsSpec)
-    tests: tuple[TestCaseSpec, ...] = ()
+    tools: tuple[ToolSourceConfig, ...] = ()
+    permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
+    hooks: dict[str, tuple[HookConfig, ...]] = field(default_factory=dict)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    tests: tuple[TestCaseConfig, ...] = ()
     secrets: frozenset[str] = frozenset()
     team: tuple[str, ...] = ()
 

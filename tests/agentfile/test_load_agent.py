@@ -1,4 +1,4 @@
-"""The typed ``AgentSpec`` built from the valid fixture files (``tests/fixtures/good/``)."""
+"""The typed ``AgentConfig`` built from the valid fixture files (``tests/fixtures/good/``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from runner.agentfile import check_file, load_agent, load_file
+from runner.agentfile.loader import explain
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec import check_file, load_agent, load_file
-from runner.spec.loader import explain
 
 GOOD = Path(__file__).resolve().parent.parent / "fixtures" / "good"
 GOOD_FILES = sorted(GOOD.rglob("*.yaml"))

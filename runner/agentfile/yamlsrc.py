@@ -3,7 +3,7 @@
 PyYAML composes the node graph (with line and column marks); this module walks it into plain
 Python data while recording a ``SourceMap`` entry for every value and key, refusing duplicate
 keys, binary input, complex keys and alias-expansion bombs, and interpolating ``${VAR}`` in
-string values (see ``runner.spec.interpolate``). Every problem becomes a ``ConfigError`` that
+string values (see ``runner.agentfile.interpolate``). Every problem becomes a ``ConfigError`` that
 carries the file, line and column.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from runner.agentfile.interpolate import Interpolator
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.interpolate import Interpolator
 
 PathKey = tuple[str | int, ...]
 

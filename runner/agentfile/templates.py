@@ -18,8 +18,8 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import SandboxedEnvironment
 
+from runner.agentfile.config import TemplateSource
 from runner.errors import ConfigError
-from runner.spec.model import TemplateSource
 
 BUILTIN_NAMES = frozenset({"input", "vars", "tools", "agent", "now"})
 #: The fields of a hook event (SPEC section 6), which a ``message:`` hook's template also sees.

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, load_document
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.yamlsrc import Document, PathKey, SourceMap, error_at, load_document
 
 MAX_EXTENDS_DEPTH = 16
 

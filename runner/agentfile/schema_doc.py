@@ -3,7 +3,7 @@
 The schema is the single source of truth; the reference is generated from it so the two cannot drift
 (a test keeps ``docs/format.md`` equal to this module's output). Regenerate it with::
 
-    python -m runner.spec.schema_doc > docs/format.md
+    python -m runner.agentfile.schema_doc > docs/format.md
 
 Every object of ``$defs`` with fixed keys gets a section with a table (key, type, default,
 description); a ``oneOf`` of objects gets a section listing its alternatives; other ``$defs`` (a plain
@@ -29,7 +29,7 @@ def render_markdown(schema: Schema) -> str:
     sections = [name for name, node in defs.items() if _is_section(node)]
     lines = [f"# {schema.get('title', 'Format reference')}", ""]
     lines += [
-        "<!-- Generated from schemas/agent.schema.json by `python -m runner.spec.schema_doc`;"
+        "<!-- Generated from schemas/agent.schema.json by `python -m runner.agentfile.schema_doc`;"
         " do not edit by hand. -->",
         "",
     ]

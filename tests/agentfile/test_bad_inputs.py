@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from runner.agentfile.files import check_file
 from runner.cli.main import app
 from runner.errors import ConfigError
-from runner.spec.agentfile import check_file
 
 BAD = Path(__file__).resolve().parent.parent / "fixtures" / "bad"
 

@@ -1,4 +1,4 @@
-"""Reading YAML with positions (``runner.spec.yamlsrc``): the source map and the refusals."""
+"""Reading YAML with positions (``runner.agentfile.yamlsrc``): the source map and the refusals."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.agentfile.yamlsrc import MAX_DEPTH, format_path, load_document
 from runner.errors import ConfigError, ConfigErrors
-from runner.spec.yamlsrc import MAX_DEPTH, format_path, load_document
 
 
 def _write(tmp_path: Path, text: str | bytes) -> Path:
