@@ -154,18 +154,19 @@ async def runner_loop(
     not per step, so it is left out of the per-step figure.
     """
     from runner.agentfile import load_agent
-    from runner.loop.runtime import SessionConfig, open_session
-    from runner.loop.session import RunOptions
+    from runner.runtime import RuntimeSettings
+    from runner.session import RunOptions, Session, open_runtime
 
-    spec = load_agent(agent)
+    config = load_agent(agent)
     home = Path(tempfile.mkdtemp(prefix="bench-home-"))
-    config = SessionConfig(home=home, fast_path=fast_path)
-    async with open_session(
-        spec, sink=sink or (lambda e: None), options=RunOptions(stream=stream), config=config
-    ) as session:
-        start = time.perf_counter()
-        result = await session.run_turn("go")
-        elapsed = time.perf_counter() - start
+    runtime = await open_runtime(config, RuntimeSettings(home=home, fast_path=fast_path))
+    try:
+        async with Session(runtime, sink=sink, options=RunOptions(stream=stream)) as session:
+            start = time.perf_counter()
+            result = await session.run(["go"])
+            elapsed = time.perf_counter() - start
+    finally:
+        await runtime.aclose()
     return result.steps, elapsed
 
 

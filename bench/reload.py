@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.agentfile import load_agent
-from runner.loop.events import Note
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions
+from runner.runtime import RuntimeSettings
+from runner.session import Session, runtime_host
+from runner.session.events import Note
 from runner.testing import ScriptedModel, text
 from runner.watch import watch_session
 
@@ -44,13 +44,9 @@ async def measure(runs: int, folder: Path) -> list[float]:
 
     stop = asyncio.Event()
     samples = []
-    async with open_session(
-        load_agent(path),
-        sink=sink,
-        options=RunOptions(),
-        config=SessionConfig(home=folder / "home"),
-        model=ScriptedModel([text("ok")] * (runs + 1)),
-    ) as session:
+    model = ScriptedModel([text("ok")] * (runs + 1))
+    host = runtime_host(load_agent(path), RuntimeSettings(home=folder / "home"), model=model)
+    async with await Session.open(host, sink=sink) as session:
         watcher = asyncio.create_task(watch_session(session, stop=stop))
         await asyncio.sleep(0.3)
         for n in range(1, runs + 1):
@@ -60,10 +56,11 @@ async def measure(runs: int, folder: Path) -> list[float]:
             while len(notes) == seen:
                 await asyncio.sleep(0.002)
             samples.append((notes[-1][0] - start) * 1000)
-            await session.run_turn("next")  # swap it in, as a turn boundary would
+            await session.run(["next"])  # swap it in, as a turn boundary would
             await asyncio.sleep(0.1)  # the watcher restarts on the new file set
         stop.set()
         await watcher
+    await host.aclose()
     return samples
 
 

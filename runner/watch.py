@@ -14,10 +14,13 @@ import importlib.util
 import sys
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.agentfile import load_file
 from runner.agentfile.config import AgentConfig
+
+if TYPE_CHECKING:
+    from runner.session import Session
 from runner.errors import ConfigError
 
 #: Saves closer together than this are one change (editors write files in several steps).
@@ -83,33 +86,34 @@ async def watch_files(
         yield {Path(path).resolve() for _, path in changes}
 
 
-async def watch_session(session: Any, *, stop: asyncio.Event, extra_vars: Iterable[str] = ()) -> None:
-    """Reload ``session`` whenever its files change, until ``stop`` is set.
+async def watch_session(session: Session, *, stop: asyncio.Event) -> None:
+    """Reload ``session``'s agent whenever its files change, until ``stop`` is set.
 
-    A valid change is opened and checked now and swapped in at the next turn boundary (one note
-    says what changed; a ``reload`` event goes to the transcript). An invalid change keeps the last
-    good configuration and reports the error with its location; the session never dies of an edit.
+    A valid change is opened and checked now (``Session.reload``: its runtime is built, reusing the
+    sources that did not change) and used from the next turn boundary (one note says what changed;
+    a ``reload`` event goes to the transcript). An invalid change keeps the last good configuration
+    and reports the error with its location; the session never dies of an edit.
     """
     from runner.agentfile import load_agent
     from runner.errors import ConfigErrors, RunnerError
-    from runner.loop.events import Note
+    from runner.session.events import Note
 
-    variables = list(extra_vars)
     while not stop.is_set():
-        spec = session.spec
-        files = watched_files(spec)
+        config = session.config
+        files = watched_files(config)
         async for changed in watch_files(files, stop=stop):
             names = ", ".join(sorted(p.name for p in changed))
             try:
-                agent_name = spec.name if spec.team else None
-                new_spec = load_agent(spec.path, agent=agent_name, extra_vars=variables)
-                prepared = await session.reloader.prepare(session, new_spec)
+                agent_name = config.name if config.team else None
+                new_config = load_agent(
+                    config.path, agent=agent_name, extra_vars=list(session.options.variables)
+                )
+                changes = await session.reload(new_config)
             except RunnerError as exc:
                 errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
                 text = "; ".join(str(e) for e in errors[:5])
                 session.sink(Note(f"reload failed ({names}), keeping the last good config: {text}", "error"))
                 session.record_event("reload_failed", files=sorted(str(p) for p in changed), error=text)
                 continue
-            session.schedule_reload(prepared)
-            session.sink(Note(f"reloaded {spec.name} ({names}): {prepared.changes}"))
+            session.sink(Note(f"reloaded {config.name} ({names}): {changes}"))
             break  # the set of watched files may have changed

@@ -15,7 +15,7 @@ from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError
 
-#: What the prompt mode's selector template sees besides the usual names (runner.models.selector).
+#: What the prompt mode's selector template sees besides the usual names (runner.modes.prompt).
 SELECTOR_NAMES = frozenset({"tools_json", "history"})
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")

@@ -18,19 +18,40 @@ HookKind = Literal["python", "command", "message"]
 
 SOURCE_KINDS: tuple[SourceKind, ...] = ("python", "openapi", "mcp", "builtin", "agent")
 HOOK_KINDS: tuple[HookKind, ...] = ("python", "command", "message")
-HOOK_EVENTS: tuple[str, ...] = (
-    "session_start",
-    "turn_pre",
-    "step_pre",
-    "generation_post",
-    "tool_pre",
-    "tool_post",
-    "turn_post",
-    "loop_continue",
-    "session_end",
-)
-#: Events whose hooks may add messages (SPEC 6): to the history, or to the prompt queue (the last two).
-MESSAGE_EVENTS: tuple[str, ...] = ("session_start", "turn_pre", "step_pre", "turn_post", "loop_continue")
+
+
+@dataclass(frozen=True)
+class HookEventRules:
+    """What a hook's answer does at one event (SPEC 6); the one table every part of the runner reads.
+
+    ``messages``: where returned messages go (the history, the prompt queue, or nowhere); ``stop``:
+    what ``stop`` ends (the turn, the session, or the run of queued inputs); ``deny`` / ``arguments``
+    / ``output``: whether the event can refuse a call, replace its arguments, replace its result.
+    """
+
+    messages: Literal["history", "queue"] | None = None
+    stop: Literal["turn", "session", "run"] | None = None
+    deny: bool = False
+    arguments: bool = False
+    output: bool = False
+
+
+#: The hook events in loop order, and what a hook can do at each. Adding an event is one row here
+#: (plus the place in the loop that runs its chain, and its entry in the schema).
+HOOK_EVENT_RULES: dict[str, HookEventRules] = {
+    "session_start": HookEventRules(messages="history", stop="session"),
+    "turn_pre": HookEventRules(messages="history", stop="turn"),
+    "step_pre": HookEventRules(messages="history", stop="turn"),
+    "generation_post": HookEventRules(stop="turn"),
+    "tool_pre": HookEventRules(stop="turn", deny=True, arguments=True),
+    "tool_post": HookEventRules(stop="turn", output=True),
+    "turn_post": HookEventRules(messages="queue", stop="run"),
+    "loop_continue": HookEventRules(messages="queue", stop="run"),
+    "session_end": HookEventRules(),
+}
+HOOK_EVENTS: tuple[str, ...] = tuple(HOOK_EVENT_RULES)
+#: Events whose hooks may add messages: to the history, or to the prompt queue.
+MESSAGE_EVENTS: tuple[str, ...] = tuple(e for e, rules in HOOK_EVENT_RULES.items() if rules.messages)
 BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
 
 

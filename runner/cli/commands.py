@@ -117,15 +117,15 @@ def run_render(
     """Print the first request an agent would send, without calling a model."""
     import asyncio
 
-    from runner.loop.runtime import first_request
+    from runner.session.opening import first_request
 
-    spec = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
-    _, config = _session_config(None)
-    request = asyncio.run(first_request(spec, input=input, variables=dict(variables), config=config))
+    config = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
+    settings = runtime_settings(None)
+    request = asyncio.run(first_request(config, input=input, variables=dict(variables), settings=settings))
     if json_output:
         typer.echo(json.dumps(request, indent=2, ensure_ascii=False))
         return
-    typer.echo(f"# agent: {spec.name} ({display_path(str(spec.path))})")
+    typer.echo(f"# agent: {config.name} ({display_path(str(config.path))})")
     typer.echo(f"# model: {request['model']}")
     typer.echo(f"# function calling: {request['mode']} ({request['mode_why']})")
     for message in request["messages"]:
@@ -137,23 +137,14 @@ def run_render(
         typer.echo(json.dumps(tool, ensure_ascii=False))
 
 
-def _session_config(model: str | None) -> Any:
-    import os
+def runtime_settings(model: str | None, **changes: Any) -> Any:
+    """The ``RuntimeSettings`` of ``RUNNER_*`` and the command line's ``--model``."""
+    from dataclasses import replace
 
-    from runner.loop.runtime import SessionConfig
-    from runner.settings import load_settings
+    from runner.runtime.settings import RuntimeSettings
 
-    settings = load_settings()
-    if settings.local_cost_map:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return settings, SessionConfig(
-        home=settings.home,
-        fsync=settings.fsync,
-        default_model=settings.default_model,
-        model_override=model,
-        openapi_cache_ttl_s=settings.openapi_cache_ttl_s,
-        fast_path=settings.fast_path,
-    )
+    settings = RuntimeSettings.from_environment(model_override=model)
+    return replace(settings, **changes) if changes else settings
 
 
 def run_agent(
@@ -178,11 +169,10 @@ def run_agent(
     import sys
 
     from runner.cli.run import RunRequest, execute
-    from runner.loop.session import RunOptions
+    from runner.session import RunOptions
     from runner.store.transcript import find_transcript, read_transcript
 
-    settings, config = _session_config(model)
-    config.record, config.replay, config.replay_strict = record, replay, replay_strict
+    settings = runtime_settings(model, record=record, replay=replay, replay_strict=replay_strict)
     if replay is not None:
         typer.echo(
             f"(replaying {display_path(str(replay))}: answers come from the cassette, not a model)", err=True
@@ -194,9 +184,11 @@ def run_agent(
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
     path = find_agent(ref)
-    spec = load_agent(
+    config = load_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
     )
+    if resume is not None:
+        _check_same_agent(resume, config)
     if not prompts and not interactive and resume is None:
         if sys.stdin.isatty():
             raise ConfigError(
@@ -207,11 +199,11 @@ def run_agent(
             raise ConfigError("nothing to run: standard input was empty")
         prompts = [piped]
     request = RunRequest(
-        spec=spec,
+        config=config,
         prompts=prompts,
         interactive=interactive,
         options=RunOptions(variables=dict(variables), stream=stream, assume_yes=yes),
-        config=config,
+        settings=settings,
         json_output=json_output,
         thinking=thinking,
         resume=resume,
@@ -220,55 +212,68 @@ def run_agent(
     return execute(request)
 
 
+def _check_same_agent(resume: Any, config: Any) -> None:
+    """A session continues only with the agent that began it (its tools would be gone otherwise)."""
+    recorded = resume.header.get("agent")
+    if recorded and recorded != config.name:
+        where = resume.header.get("agent_path") or "?"
+        raise ConfigError(
+            f"session {resume.session_id} belongs to agent '{recorded}' ({display_path(str(where))}), "
+            f"not to '{config.name}' ({display_path(str(config.path))})",
+            hint=f"runner resume {resume.session_id}, or --agent {recorded} for a team file",
+        )
+
+
 def _is_team(path: Path) -> bool:
     return load_file(path).is_team
 
 
-def _check_sources(spec: Any, config: Any) -> int:
+async def _open_tools(config: Any, settings: Any) -> tuple[Any, list[Any]]:
+    """Every source of ``config`` that opens, and the failures (closed again before returning)."""
+    from runner.runtime.runtime import source_context
+    from runner.runtime.sources import SourceSet
+    from runner.session.subagent import agent_tool_factory
+
+    ctx = source_context(config, settings, agent_tools=agent_tool_factory(settings))
+    sources, failures = await SourceSet.open_each(config.tools, ctx)
+    try:
+        return sources.registry(), failures
+    finally:
+        await sources.aclose()
+
+
+def _check_sources(config: Any, settings: Any) -> int:
     """Open each source on its own, timed: one line per source; exit 2 if any failed."""
     import asyncio
     import time
-    from contextlib import AsyncExitStack
     from dataclasses import replace
-
-    from runner.loop.runtime import build_registry
 
     async def one(source: Any) -> tuple[str, str]:
         start = time.perf_counter()
-        async with AsyncExitStack() as stack:
-            registry, _, failures = await build_registry(replace(spec, tools=(source,)), stack, config)
+        registry, failures = await _open_tools(replace(config, tools=(source,)), settings)
         ms = (time.perf_counter() - start) * 1000
         if failures:
             return "FAIL", f"{failures[0].error} ({ms:.0f} ms)"
         return "ok", f"{len(registry)} tool(s): {', '.join(registry.names())} ({ms:.0f} ms)"
 
     failed = 0
-    for source in spec.tools:
+    for source in config.tools:
         status, detail = asyncio.run(one(source))
         failed += status == "FAIL"
         typer.echo(f"{status:<4} tools[{source.index}] {source.label}  {detail}")
-    typer.echo(f"{len(spec.tools) - failed} ok, {failed} failed")
+    typer.echo(f"{len(config.tools) - failed} ok, {failed} failed")
     return 2 if failed else 0
 
 
 def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: bool = False) -> int:
     """Print the resolved tool table; exit 2 when a source failed."""
     import asyncio
-    from contextlib import AsyncExitStack
 
-    from runner.loop.runtime import build_registry
-
-    _, config = _session_config(None)
-    spec = load_agent(find_agent(ref), agent=agent_name)
+    settings = runtime_settings(None)
+    config = load_agent(find_agent(ref), agent=agent_name)
     if check:
-        return _check_sources(spec, config)
-
-    async def collect() -> tuple[Any, Any]:
-        async with AsyncExitStack() as stack:
-            registry, _instructions, failures = await build_registry(spec, stack, config)
-            return registry, failures
-
-    registry, failures = asyncio.run(collect())
+        return _check_sources(config, settings)
+    registry, failures = asyncio.run(_open_tools(config, settings))
     if json_output:
         typer.echo(json.dumps(registry.definitions(), indent=2, ensure_ascii=False))
     else:
@@ -292,7 +297,7 @@ def run_sessions(action: str, session_id: str | None) -> None:
     """``runner sessions list`` / ``runner sessions show ID``."""
     from runner.store.transcript import find_transcript, list_transcripts, read_transcript
 
-    settings, _ = _session_config(None)
+    settings = runtime_settings(None)
     if action == "list":
         for path in list_transcripts(settings.home):
             try:

@@ -6,14 +6,16 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.errors import RunnerError
 
 if TYPE_CHECKING:
     from runner.cli.output import ConsoleOutput, JsonOutput
     from runner.cli.run import SessionThread
-    from runner.loop.session import Session
+    from runner.session import Session
+
+T = TypeVar("T")
 
 HELP = """\
 /exit            leave (Ctrl+D too)
@@ -50,19 +52,26 @@ class Repl:
         assert self.worker.session is not None
         return self.worker.session
 
+    def do(self, fn: Callable[[Session], T]) -> T:
+        """Run ``fn(session)`` in the session's own thread (the session is never changed from here)."""
+
+        async def call(session: Session) -> T:
+            return fn(session)
+
+        return self.worker.call(call)
+
     def loop(self) -> None:
-        """Until /exit or end of input."""
-        from runner.cli.run import _drain
+        """Until /exit, end of input, or a hook that ends the session."""
+        from runner.cli.run import run_inputs
 
         while True:
             try:
-                line = self.read(f"{self.session.spec.name}> ")
+                line = self.read(f"{self.session.config.name}> ")
             except EOFError:
                 self.write("")
                 return
             except KeyboardInterrupt:
-                dropped = len(self.session.queue)
-                self.session.queue.clear()
+                dropped = self.do(lambda s: s.clear_queue())
                 self.write(f"^C (cleared {dropped} queued message(s); /exit to leave)")
                 continue
             text = line.strip()
@@ -75,11 +84,12 @@ class Repl:
                 except RunnerError as exc:
                     self.write(f"error: {exc}")
                 continue
-            self.session.enqueue(text)
             try:
-                _drain(self.worker, interactive=True)
+                run_inputs(self.worker, [text])
             except RunnerError as exc:  # the model failed after its retries; the session goes on
                 self.write(f"error: {exc}")
+            if self.session.ended is not None:
+                return
 
     def command(self, text: str) -> str | None:
         """Run one slash command; "exit" to leave."""
@@ -91,9 +101,10 @@ class Repl:
         if name == "help":
             self.write(HELP)
         elif name == "tools":
-            for tool in session.registry.tools():
+            registry = session.runtime.registry
+            for tool in registry.tools():
                 self.write(f"{tool.name:<28} {tool.source_kind}:{tool.source_id:<16} {tool.description[:70]}")
-            if not len(session.registry):
+            if not len(registry):
                 self.write("(no tools)")
         elif name == "history":
             for message in session.history:
@@ -105,43 +116,31 @@ class Repl:
             from runner.agentfile import load_agent
 
             async def reload(s: Session) -> str:
-                spec = load_agent(
-                    s.spec.path, agent=s.spec.name if s.spec.team else None, extra_vars=s.options.variables
+                config = load_agent(
+                    s.config.path,
+                    agent=s.config.name if s.config.team else None,
+                    extra_vars=s.options.variables,
                 )
-                prepared = await s.reloader.prepare(s, spec)
-                s.schedule_reload(prepared)
-                return str(prepared.changes)
+                return await s.reload(config)
 
             changes = self.worker.call(reload)  # a ConfigError is shown and the old config stays
             self.write(f"reloaded: {changes} (from the next turn on)")
         elif name == "undo":
-            removed = session.undo()
+            removed = self.do(lambda s: s.undo())
             self.write(f"dropped {removed} message(s)" if removed else "nothing to undo")
         elif name == "model":
             if not rest:
                 self.write(f"model: {session.model.name}")
                 return None
-            from dataclasses import replace
-
-            from runner.agentfile.config import ModelConfig
-            from runner.models.factory import make_model
-
-            spec = replace(session.spec.model, id=rest) if session.spec.model else ModelConfig(id=rest)
-
-            async def switch(s: Session) -> None:
-                old = s.model
-                s.set_model(make_model(spec))
-                await old.aclose()
-
-            self.worker.call(switch)
+            self.worker.call(lambda s: s.switch_model(rest))
             self.write(f"model: {rest}")
         elif name == "vars":
             from runner.cli.main import parse_vars
 
             values = parse_vars(rest.split()) if rest else {}
             if values:
-                session.set_variables(values)
-            self.write(json.dumps(session.renderer.variables, ensure_ascii=False, default=str))
+                self.do(lambda s: s.set_variables(values))
+            self.write(json.dumps(session.variables, ensure_ascii=False, default=str))
         else:
             self.write(f"unknown command /{name}; /help lists them")
         return None

@@ -312,11 +312,10 @@ def test_command(
     ] = False,
 ) -> None:
     """Run each agent's tests: against their cassettes; exit 1 if any case fails."""
-    from runner.cli.commands import _session_config
+    from runner.cli.commands import runtime_settings
     from runner.cli.testcmd import run_tests
 
-    _, config = _session_config(None)
-    raise typer.Exit(run_tests(agents, update=update, config=config))
+    raise typer.Exit(run_tests(agents, update=update, settings=runtime_settings(None)))
 
 
 @app.command()

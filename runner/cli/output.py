@@ -6,7 +6,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from runner.loop.events import (
+from runner.models.base import Usage
+from runner.session.events import (
     AssistantMessage,
     LoopEvent,
     Note,
@@ -18,7 +19,6 @@ from runner.loop.events import (
     TurnEnded,
     UsageUpdate,
 )
-from runner.models.base import Usage
 
 
 def _short(text: str, limit: int = 160) -> str:

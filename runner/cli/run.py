@@ -17,25 +17,24 @@ from typing import Any, TypeVar
 from runner.agentfile.config import AgentConfig
 from runner.cli.output import ConsoleOutput, JsonOutput
 from runner.errors import Interrupted
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import ConfirmAnswer, RunOptions, Session, TurnResult
+from runner.runtime.settings import RuntimeSettings
+from runner.session import RunOptions, RunResult, Session
+from runner.session.gate import ConfirmAnswer
 from runner.store.transcript import Transcript
 from runner.tools.base import Tool
 
 T = TypeVar("T")
-
-LIMIT_REASONS = ("limit", "max_steps", "repeat")
 
 
 @dataclass
 class RunRequest:
     """Everything ``runner run`` was asked to do."""
 
-    spec: AgentConfig
+    config: AgentConfig
     prompts: list[str] = field(default_factory=list)
     interactive: bool = False
     options: RunOptions = field(default_factory=RunOptions)
-    config: SessionConfig = field(default_factory=SessionConfig)
+    settings: RuntimeSettings = field(default_factory=RuntimeSettings)
     json_output: bool = False
     thinking: bool = True
     resume: Transcript | None = None
@@ -63,46 +62,58 @@ class SessionThread:
         ready: concurrent.futures.Future[Session] = concurrent.futures.Future()
 
         async def life() -> None:
-            self.inbox = asyncio.Queue()
-            try:
-                async with open_session(
-                    request.spec,
-                    sink=sink,
-                    options=request.options,
-                    config=request.config,
-                    resume=request.resume,
-                ) as session:
-                    self.session = session
-                    stop = asyncio.Event()
-                    watcher = None
-                    if request.watch:
-                        from runner.watch import watch_session
+            from runner.session.events import Note
+            from runner.session.opening import runtime_host
 
-                        watcher = asyncio.create_task(
-                            watch_session(session, stop=stop, extra_vars=request.options.variables)
-                        )
-                    ready.set_result(session)
-                    try:
-                        while (item := await self.inbox.get()) is not None:
-                            fn, future = item
-                            try:
-                                future.set_result(await fn(session))
-                            except BaseException as exc:  # handed to the main thread
-                                future.set_exception(exc)
-                                if not isinstance(exc, Exception):
-                                    raise
-                    finally:
-                        stop.set()
-                        if watcher is not None:
-                            await watcher
+            self.inbox = asyncio.Queue()
+            host = runtime_host(
+                request.config,
+                request.settings,
+                on_progress=lambda label, text: sink(Note(f"{label}: {text}")),
+                warn=lambda text: sink(Note(text, "warning")),
+            )
+            try:
+                session = await Session.open(host, sink=sink, options=request.options, resume=request.resume)
+                try:
+                    self.session = session
+                    await self._serve(session, ready, watch=request.watch)
+                finally:
+                    await session.close()
             except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)
                 raise
+            finally:
+                await host.aclose()
 
         lifetime = asyncio.run_coroutine_threadsafe(life(), self.loop)
         wait_interruptibly(ready, on_interrupt=lambda: None)
         return lifetime
+
+    async def _serve(
+        self, session: Session, ready: concurrent.futures.Future[Session], *, watch: bool
+    ) -> None:
+        """Run what the main thread sends (``call``) until it sends None; ``--watch`` meanwhile."""
+        stop = asyncio.Event()
+        watcher = None
+        if watch:
+            from runner.watch import watch_session
+
+            watcher = asyncio.create_task(watch_session(session, stop=stop))
+        ready.set_result(session)
+        try:
+            while (item := await self.inbox.get()) is not None:
+                fn, future = item
+                try:
+                    future.set_result(await fn(session))
+                except BaseException as exc:  # handed to the main thread
+                    future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+        finally:
+            stop.set()
+            if watcher is not None:
+                await watcher
 
     def call(self, fn: Callable[[Session], Awaitable[T]]) -> T:
         """Run ``fn(session)`` in the loop; Ctrl+C meanwhile interrupts the running step."""
@@ -177,14 +188,9 @@ def execute(request: RunRequest) -> int:
     lifetime = worker.start(request, output)
     code = 0
     try:
-        session = worker.session
-        assert session is not None
-        for prompt in request.prompts:
-            session.enqueue(prompt)
-        if request.resume is not None and session.needs_continuation():
-            code = max(code, _code(worker.call(lambda s: s.run_turn(None)), request.interactive))
-        code = max(code, _drain(worker, request.interactive))
-        if request.interactive:
+        result = run_inputs(worker, list(request.prompts))  # session_start, a resumed step, the -p prompts
+        code = result.exit_code(interactive=request.interactive)
+        if request.interactive and result.ended is None:
             from runner.cli.interactive import Repl
 
             Repl(worker, output).loop()
@@ -196,25 +202,6 @@ def execute(request: RunRequest) -> int:
     return code
 
 
-def _drain(worker: SessionThread, interactive: bool) -> int:
-    """Run queued inputs until the queue is empty; the worst exit code seen."""
-    code = 0
-    session = worker.session
-    assert session is not None
-    while session.queue:
-        text = session.queue.popleft()
-        result = worker.call(lambda s, t=text: s.run_turn(t))  # type: ignore[misc]
-        code = max(code, _code(result, interactive))
-        if result.reason == "interrupted" and not interactive:
-            return 130
-        if result.reason in LIMIT_REASONS and result.limit is not None and result.limit.limit == "max_turns":
-            break
-    return code
-
-
-def _code(result: TurnResult, interactive: bool) -> int:
-    if result.reason == "interrupted":
-        return 0 if interactive else 130
-    if result.reason in LIMIT_REASONS:
-        return 3
-    return 0
+def run_inputs(worker: SessionThread, inputs: list[str]) -> RunResult:
+    """One ``Session.run`` in the session's loop (the REPL's lines)."""
+    return worker.call(lambda s: s.run(inputs))

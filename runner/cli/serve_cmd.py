@@ -31,15 +31,18 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bool, transcripts: bool) -> int:
     """Load the agents under ``paths`` and serve them until Ctrl+C; the exit code."""
+    from dataclasses import replace
+
     import uvicorn
 
-    from runner.cli.commands import _session_config
+    from runner.cli.commands import runtime_settings
     from runner.serve.app import create_app, is_loopback
     from runner.serve.catalog import load_catalog
     from runner.serve.reload import CatalogHolder
+    from runner.settings import load_settings
 
-    settings, config = _session_config(None)
-    config.write_transcript = transcripts
+    settings = load_settings()
+    runtime = replace(runtime_settings(None), write_transcript=transcripts)
     host = host or settings.serve_host
     port = settings.serve_port if port is None else port
     keys = tuple(k for k in settings.serve_api_keys if k)
@@ -61,7 +64,7 @@ def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bo
         raise ConfigError(f"no valid agent files under {', '.join(paths)}")
     app = create_app(
         CatalogHolder(roots, catalog),
-        config=config,
+        settings=runtime,
         api_keys=keys,
         watch=watch,
         report=lambda line: typer.echo(line, err=True),

@@ -1,7 +1,8 @@
 """``runner test``: each agent's ``tests:`` cases, replayed from their cassettes (SPEC section 12).
 
-A case runs one turn on its input with the model answered by its cassette (strict: a changed
-request fails with a diff); tools run for real. Then ``expect`` is checked: ``output_contains``,
+A case runs its input with ``Session.run``, as ``runner run -p`` would (turns that hooks queue run
+too), with the model answered by its cassette (strict: a changed request fails with a diff); tools
+run for real. Then ``expect`` is checked: ``output_contains``,
 ``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``. ``--update``
 records the cassettes again against the live model.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import typer
 
@@ -19,9 +20,9 @@ from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.config import AgentConfig, TestCaseConfig
 from runner.cli.main import display_path
 from runner.errors import RunnerError
-from runner.loop.events import AssistantMessage, LoopEvent
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions
+from runner.runtime.settings import RuntimeSettings
+from runner.session import RunOptions, Session, open_runtime
+from runner.session.events import AssistantMessage, LoopEvent
 
 
 @dataclass
@@ -67,19 +68,23 @@ def check_expectations(case: TestCaseConfig, output: str, tools: list[str], step
 
 
 async def run_case(
-    spec: AgentConfig, case: TestCaseConfig, config: SessionConfig, *, update: bool
+    config: AgentConfig, case: TestCaseConfig, settings: RuntimeSettings, *, update: bool
 ) -> CaseOutcome:
     """Run one case and check it."""
-    outcome = CaseOutcome(spec.name, case.name)
+    from dataclasses import replace
+
+    from runner.store.replay import ReplayModel
+
+    outcome = CaseOutcome(config.name, case.name)
     if case.cassette is None:
         outcome.failures.append(
             "no cassette: add `cassette:` to the case and record it with runner test --update"
         )
         return outcome
     if update:
-        config.record, config.replay = case.cassette, None
+        settings = replace(settings, record=case.cassette, replay=None)
     else:
-        config.record, config.replay = None, case.cassette
+        settings = replace(settings, record=None, replay=case.cassette)
     tools: list[str] = []
 
     def sink(event: LoopEvent) -> None:
@@ -88,17 +93,18 @@ async def run_case(
 
     start = time.perf_counter()
     try:
-        async with open_session(
-            spec, sink=sink, options=RunOptions(variables=dict(case.vars), assume_yes=True), config=config
-        ) as session:
-            result = await session.run_turn(case.input)
-            from runner.store.replay import ReplayModel
-
-            model = session.model
+        runtime = await open_runtime(config, settings)
+        try:
+            options = RunOptions(variables=dict(case.vars), assume_yes=True)
+            async with Session(runtime, sink=sink, options=options) as session:
+                result = await session.run([case.input])
+            model = runtime.model
             if isinstance(model, ReplayModel) and model.remaining():
                 outcome.failures.append(
                     f"the run made fewer model calls than recorded ({model.remaining()} response(s) unused)"
                 )
+        finally:
+            await runtime.aclose()
     except RunnerError as exc:
         outcome.failures.append(str(exc))
         outcome.seconds = time.perf_counter() - start
@@ -119,14 +125,15 @@ def _agents(refs: list[str]) -> list[AgentConfig]:
     return specs
 
 
-def run_tests(refs: list[str], *, update: bool, config: SessionConfig) -> int:
+def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> int:
     """Run every case of every agent; print one line per case and the summary; the exit code."""
     passed = failed = 0
-    for spec in _agents(refs):
-        if not spec.tests:
-            typer.echo(f"{spec.name}: no tests ({display_path(str(spec.path))})", err=True)
-        for case in spec.tests:
-            outcome = asyncio.run(run_case(spec, case, _fresh(config), update=update))
+    settings = replace(settings, write_transcript=False)
+    for config in _agents(refs):
+        if not config.tests:
+            typer.echo(f"{config.name}: no tests ({display_path(str(config.path))})", err=True)
+        for case in config.tests:
+            outcome = asyncio.run(run_case(config, case, settings, update=update))
             label = f"{outcome.agent}/{outcome.case}"
             if outcome.passed:
                 passed += 1
@@ -138,9 +145,3 @@ def run_tests(refs: list[str], *, update: bool, config: SessionConfig) -> int:
                     typer.echo("  " + problem.replace("\n", "\n  "))
     typer.echo(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
-
-
-def _fresh(config: SessionConfig) -> SessionConfig:
-    from dataclasses import replace
-
-    return replace(config, write_transcript=False)

@@ -17,21 +17,20 @@ with the results. While a tool runs, a status line says so (``__event_emitter__`
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runner.loop.runtime import SessionConfig
-from runner.loop.session import RunOptions
-from runner.serve.catalog import Catalog, load_catalog
+from runner.runtime.settings import RuntimeSettings
+from runner.serve.catalog import load_catalog
 from runner.serve.engine import ChatRun, EndPiece, ReasoningPiece, ToolRunning
 from runner.serve.history import parse_conversation
-from runner.serve.models import ModelPool
-from runner.serve.protocol import ApiError, lowered_spec, model_params, parse_chat_request
+from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
+from runner.serve.reload import CatalogHolder
 from runner.serve.sse import ContentBuilder, collect_completion, wire_calls
+from runner.session import RunOptions
 
 __all__ = ["Pipe"]
 
@@ -65,48 +64,49 @@ class Pipe:
         self.id = "runner"
         self.name = "runner: "
         self.valves = self.Valves()
-        self._catalog: Catalog | None = None
-        self._catalog_paths = ""
-        self._models: ModelPool | None = None
+        self._holder: CatalogHolder | None = None
+        self._holder_key: tuple[str, str, bool] | None = None
 
     # ----------------------------------------------------------------- models
 
     def _paths(self) -> list[Path]:
         return [Path(p.strip()).expanduser() for p in self.valves.AGENT_PATHS.split(",") if p.strip()]
 
-    def _load(self) -> Catalog:
+    def pipes(self) -> list[dict[str, str]]:
+        """One model per agent; Open WebUI calls this when it lists models, so edits show up then."""
         catalog = load_catalog(self._paths())
         for line in catalog.problems():
             log.warning("runner pipe: %s", line)
-        self._catalog, self._catalog_paths = catalog, self.valves.AGENT_PATHS
-        return catalog
-
-    def catalog(self) -> Catalog:
-        """The agents under ``AGENT_PATHS`` (loaded again when the valve changed)."""
-        if self._catalog is None or self._catalog_paths != self.valves.AGENT_PATHS:
-            return self._load()
-        return self._catalog
-
-    def pipes(self) -> list[dict[str, str]]:
-        """One model per agent; Open WebUI calls this when it lists models, so edits show up then."""
-        catalog = self._load()
         return [{"id": name, "name": name} for name in sorted(catalog.agents)]
 
-    def _session_config(self) -> SessionConfig:
-        from runner.settings import load_settings
+    def _settings(self) -> RuntimeSettings:
+        from dataclasses import replace
 
-        settings = load_settings()
-        if settings.local_cost_map:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        settings = RuntimeSettings.from_environment()
         home = Path(self.valves.RUNNER_HOME).expanduser() if self.valves.RUNNER_HOME else settings.home
-        return SessionConfig(
-            home=home,
-            fsync=settings.fsync,
-            write_transcript=self.valves.WRITE_TRANSCRIPTS,
-            default_model=settings.default_model,
-            openapi_cache_ttl_s=settings.openapi_cache_ttl_s,
-            fast_path=settings.fast_path,
-        )
+        return replace(settings, home=home, write_transcript=self.valves.WRITE_TRANSCRIPTS)
+
+    async def holder(self) -> CatalogHolder:
+        """The agents under ``AGENT_PATHS`` with their runtimes, kept across requests.
+
+        Files edited since the last request are loaded again first (runtimes rebuilt, reusing what
+        did not change); a change of the valves starts a new set of runtimes.
+        """
+        key = (self.valves.AGENT_PATHS, self.valves.RUNNER_HOME, self.valves.WRITE_TRANSCRIPTS)
+        if self._holder is None or self._holder_key != key:
+            if self._holder is not None:
+                await self._holder.aclose()
+            paths = self._paths()
+            catalog = load_catalog(paths)
+            for line in catalog.problems():
+                log.warning("runner pipe: %s", line)
+            report = lambda line: log.warning("runner pipe: %s", line)  # noqa: E731
+            self._holder = CatalogHolder(paths, catalog, settings=self._settings(), report=report)
+            self._holder_key = key
+            return self._holder
+        for line in await self._holder.refresh():
+            log.warning("runner pipe: %s", line)
+        return self._holder
 
     # ----------------------------------------------------------------- answers
 
@@ -121,25 +121,20 @@ class Pipe:
         A request that cannot run (an unknown agent, a malformed body, a tool source that does not
         open) raises, and Open WebUI shows the error.
         """
-        catalog = self.catalog()
+        holder = await self.holder()
         model = str(body.get("model") or "")
-        name = model if model in catalog.agents else model.rpartition(".")[2]
+        name = model if model in holder.current.agents else model.rpartition(".")[2]
         try:
             chat = parse_chat_request({**body, "model": name or model})
-            agent = catalog.get(name)
-            if agent is None:
+            agent, host = holder.get(name), holder.host(name)
+            if agent is None or host is None:
                 raise ApiError(404, f"no agent named '{name}' under {self.valves.AGENT_PATHS}")
-            options = RunOptions(params=model_params(agent.spec, chat), client_tools=list(chat.client_tools))
-            config = self._session_config()
-            if self._models is None:
-                self._models = ModelPool(config)
-            run = ChatRun(
-                lowered_spec(agent.spec, chat),
-                parse_conversation(chat.messages),
-                options=options,
-                config=config,
-                models=self._models,
+            options = RunOptions(
+                params=model_params(agent.config, chat),
+                client_tools=list(chat.client_tools),
+                limits=request_limits(chat),
             )
+            run = ChatRun(host, parse_conversation(chat.messages), options=options)
             await run.start()
         except ApiError as exc:
             raise RuntimeError(f"runner: {exc.message}") from None

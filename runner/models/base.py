@@ -58,6 +58,17 @@ class Usage:
     total_tokens: int = 0
     cost_usd: float | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """The usage as transcripts record it (the cost only when it is known)."""
+        data: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+        if self.cost_usd is not None:
+            data["cost_usd"] = self.cost_usd
+        return data
+
     def __add__(self, other: Usage) -> Usage:
         if self.cost_usd is None and other.cost_usd is None:
             cost = None

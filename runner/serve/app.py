@@ -28,15 +28,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive
 
-from runner.loop.runtime import SessionConfig
-from runner.loop.session import RunOptions
+from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent
 from runner.serve.engine import ChatRun
 from runner.serve.history import parse_conversation
-from runner.serve.models import ModelPool
-from runner.serve.protocol import ApiError, lowered_spec, model_params, parse_chat_request
+from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
 from runner.serve.reload import CatalogHolder
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
+from runner.session import RunOptions
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeState", "create_app", "is_loopback"]
 
@@ -61,16 +60,14 @@ def _ignore(line: str) -> None:
 
 @dataclass
 class ServeState:
-    """What the app serves and how: the catalog, session settings, keys and limits."""
+    """What the app serves and how: the catalog (with each agent's runtime), keys and limits."""
 
     catalog: CatalogHolder
-    config: SessionConfig
     api_keys: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     watch: bool = False
     report: Callable[[str], None] = _ignore
     runs: set[ChatRun] = field(default_factory=set)
-    models: ModelPool | None = None
 
     def track(self, run: ChatRun) -> None:
         """Remember a started run until its task ends (shutdown cancels what is left)."""
@@ -86,8 +83,8 @@ def _model_card(agent: ServedAgent) -> dict[str, Any]:
         "created": agent.created,
         "owned_by": "runner",
     }
-    if agent.spec.description:
-        card["description"] = agent.spec.description
+    if agent.config.description:
+        card["description"] = agent.config.description
     return card
 
 
@@ -149,16 +146,19 @@ async def _complete(request: Request, run: ChatRun, model: str) -> Response:
 def create_app(
     catalog: CatalogHolder | Catalog,
     *,
-    config: SessionConfig,
+    settings: RuntimeSettings,
     api_keys: Sequence[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     watch: bool = False,
     report: Callable[[str], None] = _ignore,
 ) -> Starlette:
-    """The ASGI app serving ``catalog``'s agents; ``watch`` swaps in reloaded agent files."""
+    """The ASGI app serving ``catalog``'s agents; ``watch`` swaps in reloaded agent files.
+
+    Each agent's runtime is built on its first request and kept until the app stops.
+    """
     holder = catalog if isinstance(catalog, CatalogHolder) else CatalogHolder([], catalog)
-    state = ServeState(holder, config, tuple(k for k in api_keys if k), max_body_bytes, watch, report)
-    state.models = ModelPool(config)
+    holder.configure(settings, report)
+    state = ServeState(holder, tuple(k for k in api_keys if k), max_body_bytes, watch, report)
 
     def authorize(request: Request) -> None:
         if not state.api_keys:
@@ -201,7 +201,8 @@ def create_app(
             raise ApiError(400, f"the request body is not valid JSON: {exc}", code="invalid_json") from None
         chat = parse_chat_request(body)
         agent = holder.get(chat.model)
-        if agent is None:
+        host = holder.host(chat.model)
+        if agent is None or host is None:
             served = ", ".join(sorted(holder.current.agents)) or "none"
             raise ApiError(
                 404,
@@ -209,10 +210,12 @@ def create_app(
                 param="model",
                 code="model_not_found",
             )
-        conversation = parse_conversation(chat.messages)
-        options = RunOptions(params=model_params(agent.spec, chat), client_tools=list(chat.client_tools))
-        spec = lowered_spec(agent.spec, chat)
-        run = ChatRun(spec, conversation, options=options, config=state.config, models=state.models)
+        options = RunOptions(
+            params=model_params(agent.config, chat),
+            client_tools=list(chat.client_tools),
+            limits=request_limits(chat),
+        )
+        run = ChatRun(host, parse_conversation(chat.messages), options=options)
         await run.start()
         state.track(run)
         if chat.stream:
@@ -251,8 +254,7 @@ def create_app(
                 tasks.append(watcher)
             if tasks:
                 await asyncio.wait(tasks, timeout=10)
-            if state.models is not None:
-                await state.models.aclose()
+            await holder.aclose()
 
     routes = [
         Route("/health", health, methods=["GET"]),

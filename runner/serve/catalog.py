@@ -25,10 +25,10 @@ SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"
 
 @dataclass(frozen=True)
 class ServedAgent:
-    """One model of the server: the agent's name, its spec and the file it came from."""
+    """One model of the server: the agent's name, its configuration and the file it came from."""
 
     name: str
-    spec: AgentConfig
+    config: AgentConfig
     path: Path
     created: int
 

@@ -1,10 +1,12 @@
-"""One request's run: the agent's session in a task of its own, its events as output pieces.
+"""One request's run: a session on the agent's shared runtime, in a task of its own, as output pieces.
 
-The session is opened, driven and closed inside one task (``open_session`` must exit in the task
-that entered it); what the client sees arrives as ``Piece`` values on a queue. A consumer that
-stops early (the client went away) calls ``cancel``: the task is cancelled, the turn ends with
-every started call answered, and the session's exit stack closes what it opened (MCP sessions,
-subprocesses, HTTP clients). Shared by the HTTP server and the Open WebUI pipe.
+The request's messages are restored into a new ``Session`` on the runtime its ``RuntimeHost`` has
+now (kept to the end of the request, even if a reload lands meanwhile), which then runs the new
+input with ``Session.run`` like every front door: turns that hooks queue run too. What the client
+sees arrives as ``Piece`` values on a queue. A consumer that stops early (the client went away)
+calls ``cancel``: the task is cancelled, the turn ends with every started call answered, and the
+session lets go of its runtime. Tool sources stay open with the runtime, for the next request.
+Shared by the HTTP server and the Open WebUI pipe.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from runner.agentfile.config import AgentConfig
 from runner.errors import ModelError, RunnerError
-from runner.loop.events import (
+from runner.models.base import ToolCall, Usage
+from runner.runtime.host import RuntimeHost
+from runner.serve.details import ToolBlock
+from runner.serve.history import ChatHistory
+from runner.serve.protocol import ApiError
+from runner.session import RunOptions, Session
+from runner.session.events import (
     AssistantMessage,
     LoopEvent,
     Note,
@@ -26,15 +33,9 @@ from runner.loop.events import (
     TextChunk,
     ToolFinished,
     ToolStarted,
+    TurnEnded,
     UsageUpdate,
 )
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions, Session
-from runner.models.base import Model, ToolCall, Usage
-from runner.serve.details import ToolBlock
-from runner.serve.history import Conversation
-from runner.serve.models import ModelPool
-from runner.serve.protocol import ApiError
 
 __all__ = ["ChatRun", "EndPiece", "Piece", "ReasoningPiece", "TextPiece", "ToolBlock", "ToolRunning"]
 
@@ -85,39 +86,14 @@ def _api_error(exc: BaseException) -> ApiError:
     return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
 
 
-def _system_prompt(session: Session, first_input: str) -> dict[str, Any] | None:
-    """The system message as the conversation's first request had it (rendered with its first input).
-
-    Every request of a conversation thus sends the same system prompt, byte for byte, as a
-    session that lived through all of them would (SPEC section 14, prefix stability).
-    """
-    session.first_input = first_input
-    system = session.renderer.system(first_input)
-    if session.instructions:
-        text = "\n\n".join(([system["content"]] if system else []) + session.instructions)
-        system = {"role": "system", "content": text}
-    return system
-
-
 class ChatRun:
     """Runs one conversation turn of an agent and hands out what the client should see."""
 
-    def __init__(
-        self,
-        spec: AgentConfig,
-        conversation: Conversation,
-        *,
-        options: RunOptions,
-        config: SessionConfig,
-        model: Model | None = None,
-        models: ModelPool | None = None,
-    ) -> None:
-        self.spec = spec
-        self.models = models
-        self.conversation = conversation
+    def __init__(self, host: RuntimeHost, chat: ChatHistory, *, options: RunOptions) -> None:
+        self.host = host
+        self.name = host.config.name
+        self.chat = chat
         self.options = options
-        self.config = config
-        self.model = model
         self.session_id: str | None = None
         self.delivered = False
         """Whether the consumer has taken the ``EndPiece``."""
@@ -127,6 +103,8 @@ class ChatRun:
         self._task: asyncio.Task[None] | None = None
         self._arguments: dict[str, str] = {}
         self._usage = Usage()
+        self._said = False  # some text of an earlier turn went out (the next turn's text is set apart)
+        self._turn_over = False
 
     @property
     def task(self) -> asyncio.Task[None] | None:
@@ -135,7 +113,7 @@ class ChatRun:
 
     async def start(self) -> None:
         """Open the session; raise ``ApiError`` when it cannot be opened (a tool source down, ...)."""
-        task = self._task = asyncio.create_task(self._main(), name=f"runner-serve-{self.spec.name}")
+        task = self._task = asyncio.create_task(self._main(), name=f"runner-serve-{self.name}")
         opened = asyncio.create_task(self._opened.wait())
         try:
             await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
@@ -182,7 +160,13 @@ class ChatRun:
 
     def _sink(self, event: LoopEvent) -> None:
         if isinstance(event, TextChunk):
+            if self._turn_over and self._said:
+                self._put(TextPiece("\n\n"))  # a turn a hook queued: its answer follows the first
+            self._turn_over = False
+            self._said = self._said or bool(event.text)
             self._put(TextPiece(event.text))
+        elif isinstance(event, TurnEnded):
+            self._turn_over = True
         elif isinstance(event, ReasoningChunk):
             self._put(ReasoningPiece(event.text))
         elif isinstance(event, AssistantMessage):
@@ -204,28 +188,25 @@ class ChatRun:
 
     async def _main(self) -> None:
         try:
-            model = self.model
-            if model is None and self.models is not None:
-                model = self.models.get(self.spec)
-            async with open_session(
-                self.spec, sink=self._sink, options=self.options, config=self.config, model=model
-            ) as session:
-                self.session_id = session.session_id
-                history = self.conversation.history(session.renderer.user)
-                system = _system_prompt(session, self.conversation.first_input) if history else None
-                if session.transcript is not None:  # the transcript holds the whole conversation
-                    if system is not None:
-                        session.transcript.prompt(system)
-                    for message in history:
-                        name = self.conversation.names.get(message.get("tool_call_id", ""))
-                        session.transcript.message(message, **({"name": name} if name else {}))
-                session.restore(history, system=system)
-                self._opened.set()
-                result = await session.run_turn(self.conversation.text)
-                if result.reason == "client_tools":
-                    self._put(EndPiece("tool_calls", tuple(result.client_calls), self._usage))
-                else:
-                    self._put(EndPiece("stop", (), self._usage))
+            session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
+        except BaseException as exc:
+            if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
+                raise _api_error(exc) from None
+            raise
+        try:
+            self.session_id = session.session_id
+            chat = self.chat
+            prompts, variables = session.runtime.prompts, session.variables
+            history = chat.history(lambda text: prompts.user(text, variables))
+            # The transcript holds the whole conversation; the system prompt is the session's own,
+            # composed from the conversation's first input as one long session would have had it.
+            session.conversation.restore(history, first_input=chat.first_input, names=chat.names, record=True)
+            self._opened.set()
+            result = await session.run([chat.text] if chat.text is not None else [])
+            if result.reason == "client_tools":
+                self._put(EndPiece("tool_calls", tuple(result.client_calls), self._usage))
+            else:
+                self._put(EndPiece("stop", (), self._usage))
         except asyncio.CancelledError:
             self._put(EndPiece("stop", (), self._usage, ApiError(499, "the run was cancelled")))
             raise
@@ -233,7 +214,9 @@ class ChatRun:
             if not self._opened.is_set():
                 raise
             if not isinstance(exc, RunnerError):
-                log.exception("agent %s: the run failed", self.spec.name)
+                log.exception("agent %s: the run failed", self.name)
             error = _api_error(exc)
             self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
             self._put(EndPiece("stop", (), self._usage, error))
+        finally:
+            await asyncio.shield(session.close())

@@ -28,7 +28,7 @@ from typing import Any
 from runner.serve.details import ToolBlock, split_content
 from runner.serve.protocol import ApiError
 
-__all__ = ["Conversation", "parse_conversation"]
+__all__ = ["ChatHistory", "parse_conversation"]
 
 UNANSWERED = "Not executed: the client sent no result for this call."
 
@@ -36,7 +36,7 @@ _serial = itertools.count(1)
 
 
 @dataclass
-class Conversation:
+class ChatHistory:
     """The history to restore (user texts still to wrap) and the input of the new turn."""
 
     items: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
@@ -173,7 +173,7 @@ def _pair_results(items: list[tuple[dict[str, Any], bool]]) -> list[tuple[dict[s
     return out
 
 
-def parse_conversation(messages: list[dict[str, Any]]) -> Conversation:
+def parse_conversation(messages: list[dict[str, Any]]) -> ChatHistory:
     """Split validated request messages into the history and the new turn's input (``ApiError`` 400)."""
     last = messages[-1]
     body = messages
@@ -193,4 +193,4 @@ def parse_conversation(messages: list[dict[str, Any]]) -> Conversation:
     for message in body:
         items.extend(_convert(message, names))
     first = next((t for m in messages if m["role"] == "user" and (t := _text_of(m.get("content")))), "")
-    return Conversation(items=_pair_results(items), text=text, names=names, first_input=first)
+    return ChatHistory(items=_pair_results(items), text=text, names=names, first_input=first)

@@ -9,7 +9,6 @@ file allows (SPEC section 15): ``max_tokens`` and ``temperature`` are capped by 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 from runner.agentfile.config import AgentConfig
 
-__all__ = ["ApiError", "ChatRequest", "lowered_spec", "model_params", "parse_chat_request"]
+__all__ = ["ApiError", "ChatRequest", "model_params", "parse_chat_request", "request_limits"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LIMIT_FIELDS = ("max_steps", "max_tool_calls", "timeout_s")
@@ -226,10 +225,10 @@ def _lower(agent: float | None, request: float | None) -> float | None:
     return request if agent is None else min(agent, request)
 
 
-def model_params(spec: AgentConfig, request: ChatRequest) -> dict[str, Any]:
+def model_params(config: AgentConfig, request: ChatRequest) -> dict[str, Any]:
     """The request's ``temperature`` and ``max_tokens``, never above the agent's own values."""
     params: dict[str, Any] = {}
-    model = spec.model
+    model = config.model
     temperature = _lower(model.temperature if model else None, request.temperature)
     if request.temperature is not None and temperature is not None:
         params["temperature"] = temperature
@@ -239,13 +238,6 @@ def model_params(spec: AgentConfig, request: ChatRequest) -> dict[str, Any]:
     return params
 
 
-def lowered_spec(spec: AgentConfig, request: ChatRequest) -> AgentConfig:
-    """``spec`` with the request's limits applied where they are lower than the agent's."""
-    if not request.limits:
-        return spec
-    limits = spec.limits
-    changes: dict[str, Any] = {}
-    for key, value in request.limits.items():
-        lowered = _lower(getattr(limits, key), value)
-        changes[key] = int(lowered) if key != "timeout_s" and lowered is not None else lowered
-    return dataclasses.replace(spec, limits=dataclasses.replace(limits, **changes))
+def request_limits(request: ChatRequest) -> dict[str, Any]:
+    """The request's ``limits``: a session applies each only where it is lower than the agent's."""
+    return dict(request.limits)

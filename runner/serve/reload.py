@@ -1,11 +1,15 @@
-"""``runner serve --watch``: swap a new catalog in when agent files change (SPEC sections 11, 13).
+"""The agents ``runner serve`` offers, each with its runtime host; ``--watch`` swaps changes in.
 
-Every request opens its session from the catalog entry current when it arrives and keeps that
-spec to its end, so a swap never touches a running request: requests already running finish on
-the old config. Watched: every agent file found (valid or not), each agent's extends chain,
-templates and ``python:`` tool modules (``runner.watch.watched_files``), and the served folders
-recursively for new or deleted agent files. A file that turns invalid keeps its last good agents;
-edited tool modules are imported again before the swap (an import error keeps the old agent).
+``CatalogHolder`` keeps the catalog (which agents, from which files) and one ``RuntimeHost`` per
+served agent: the agent's runtime (tool sources open, model client, prompts) is built on its first
+request and shared by every later one. A reload (SPEC sections 11, 13) builds the runtime of an
+edited agent at once, from the new configuration, reusing its unchanged sources (an MCP server
+keeps running); requests already running finish on the old runtime, new ones get the new. A file
+that turns invalid, or an agent whose new runtime cannot open (a tool module that fails to import,
+a source that is down), keeps its last good configuration, with one line saying why. Watched:
+every agent file found (valid or not), each agent's extends chain, templates and ``python:`` tool
+modules (``runner.watch.watched_files``), and the served folders recursively for new or deleted
+agent files.
 """
 
 from __future__ import annotations
@@ -16,27 +20,64 @@ from contextlib import aclosing
 from pathlib import Path
 
 from runner.agentfile.files import AGENT_SUFFIXES
-from runner.errors import ConfigError
-from runner.serve.catalog import Catalog, ServedAgent, load_catalog
+from runner.errors import ConfigErrors, RunnerError
+from runner.runtime.host import RuntimeHost
+from runner.runtime.settings import RuntimeSettings
+from runner.serve.catalog import Catalog, ServedAgent, find_agent_files, load_catalog
 
 __all__ = ["CatalogHolder"]
 
 
 class CatalogHolder:
-    """The catalog in use, and how ``--watch`` replaces it."""
+    """The catalog in use, a runtime host per agent, and how ``--watch`` replaces them."""
 
     def __init__(
-        self, paths: Sequence[Path], catalog: Catalog, *, env: Mapping[str, str] | None = None
+        self,
+        paths: Sequence[Path],
+        catalog: Catalog,
+        *,
+        env: Mapping[str, str] | None = None,
+        settings: RuntimeSettings | None = None,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.current = catalog
+        self.settings = settings or RuntimeSettings()
         self._env = env
+        self._report = report or (lambda line: None)
+        self._hosts: dict[str, RuntimeHost] = {}
+        self._stamps = self._stamp()
+
+    def configure(self, settings: RuntimeSettings, report: Callable[[str], None]) -> None:
+        """Use ``settings`` for the runtimes built from now on, ``report`` for their progress lines."""
+        self.settings, self._report = settings, report
 
     def get(self, name: str) -> ServedAgent | None:
         """The agent served as model ``name`` right now."""
         return self.current.get(name)
 
-    def reload(self, changed: set[Path]) -> list[str]:
+    def host(self, name: str) -> RuntimeHost | None:
+        """The runtime host of the agent served as ``name`` (its runtime is built on first use)."""
+        agent = self.current.get(name)
+        if agent is None:
+            return None
+        host = self._hosts.get(name)
+        if host is None:
+            host = self._hosts[name] = self._new_host(agent)
+        return host
+
+    def _new_host(self, agent: ServedAgent) -> RuntimeHost:
+        from runner.session.opening import runtime_host
+
+        report = self._report
+        return runtime_host(
+            agent.config,
+            self.settings,
+            on_progress=lambda label, text: report(f"{agent.name}: {label}: {text}"),
+            warn=lambda text: report(f"{agent.name}: {text}"),
+        )
+
+    async def reload(self, changed: set[Path]) -> list[str]:
         """Load the paths again and swap the result in; one line per thing that changed or failed."""
         from runner.watch import watched_files
 
@@ -51,28 +92,65 @@ class CatalogHolder:
                 lines.append(f"reload failed, keeping the last good config of {', '.join(kept)}: {error}")
             elif path in changed or path not in old.failures:
                 lines.append(f"skipped {error}")
-        reimported: set[str] = set()
+        edited: list[str] = []
         for name, agent in list(agents.items()):
             previous = old.agents.get(name)
-            if previous is None or agent is previous or not (watched_files(agent.spec) & changed):
+            if previous is None or agent is previous:
                 continue
-            problem = _reimport_tools(agent, reimported)
+            if agent.config == previous.config and not (watched_files(agent.config) & changed):
+                continue
+            problem = await self._rebuild(name, agent)
             if problem is not None:
                 agents[name] = previous
                 lines.append(f"reload of {name} failed, keeping the last good config: {problem}")
+            else:
+                edited.append(name)
         added = sorted(set(agents) - set(old.agents))
         removed = sorted(set(old.agents) - set(agents))
-        edited = sorted(
-            n
-            for n in set(agents) & set(old.agents)
-            if agents[n] is not old.agents[n]
-            and (agents[n].spec != old.agents[n].spec or watched_files(agents[n].spec) & changed)
-        )
+        for name in removed:
+            host = self._hosts.pop(name, None)
+            if host is not None:
+                await host.aclose()
         self.current = Catalog(agents=agents, files=new.files, failures=new.failures, warnings=new.warnings)
         if added or removed or edited:
             names = ", ".join(sorted(p.name for p in changed)) or "files"
-            parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in edited]
+            parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in sorted(edited)]
             lines.append(f"reloaded ({names}): {' '.join(parts)}")
+        return lines
+
+    async def _rebuild(self, name: str, agent: ServedAgent) -> str | None:
+        """Give the agent's host its new configuration (built now if it has a runtime); the error."""
+        host = self._hosts.get(name)
+        if host is None:
+            return None
+        try:
+            await host.reload(agent.config)
+        except RunnerError as exc:
+            errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
+            return "; ".join(str(e) for e in errors[:3])
+        return None
+
+    def _stamp(self) -> dict[Path, tuple[int, int]]:
+        stamps: dict[Path, tuple[int, int]] = {}
+        for path in self.watched():
+            try:
+                stat = path.stat()
+            except OSError:
+                stamps[path] = (0, 0)
+            else:
+                stamps[path] = (stat.st_mtime_ns, stat.st_size)
+        return stamps
+
+    async def refresh(self) -> list[str]:
+        """Reload what changed on disk since the last look (no watcher: the Open WebUI pipe)."""
+        now = self._stamp()
+        changed = {p for p in now.keys() | self._stamps.keys() if now.get(p) != self._stamps.get(p)}
+        found, _ = find_agent_files(self.paths)
+        changed |= {p for p in found if p not in self._stamps}
+        if not changed:
+            return []
+        lines = await self.reload(changed)
+        self._stamps = self._stamp()
         return lines
 
     def watched(self) -> set[Path]:
@@ -81,8 +159,14 @@ class CatalogHolder:
 
         files = {p.resolve() for p in self.current.files} | {p.resolve() for p in self.current.failures}
         for agent in self.current.agents.values():
-            files |= watched_files(agent.spec)
+            files |= watched_files(agent.config)
         return files
+
+    async def aclose(self) -> None:
+        """Close every agent's runtime (the server is stopping)."""
+        hosts, self._hosts = list(self._hosts.values()), {}
+        for host in hosts:
+            await host.aclose()
 
     async def watch(self, *, stop: asyncio.Event, report: Callable[[str], None]) -> None:
         """Reload on every change until ``stop`` is set; ``report`` gets one line per change.
@@ -102,7 +186,7 @@ class CatalogHolder:
             outside = _outside(files, folders)
             async with aclosing(_changes(folders, outside, wanted, stop)) as changes:
                 async for changed in changes:
-                    for line in self.reload(changed):
+                    for line in await self.reload(changed):
                         report(line)
                     files = self.watched()
                     if _outside(files, folders) != outside:
@@ -112,22 +196,6 @@ class CatalogHolder:
 def _outside(files: set[Path], folders: list[Path]) -> set[Path]:
     """The folders of ``files`` that the recursive watch of ``folders`` does not cover."""
     return {f.parent for f in files if not any(f.is_relative_to(folder) for folder in folders)}
-
-
-def _reimport_tools(agent: ServedAgent, done: set[str]) -> str | None:
-    """Import the agent's ``python:`` tool modules again; the error text, or None."""
-    from runner.tools.python import tools_from_module_path
-
-    for source in agent.spec.tools:
-        key = f"{source.base_dir}:{source.target}"
-        if source.kind != "python" or key in done:
-            continue
-        try:
-            tools_from_module_path(source.target, base_dir=source.base_dir, reload=True)
-        except ConfigError as exc:
-            return str(exc)
-        done.add(key)
-    return None
 
 
 async def _changes(

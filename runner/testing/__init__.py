@@ -19,12 +19,46 @@ httpx paths run against it. As a pytest fixture::
             yield srv                         # srv.base_url == "http://127.0.0.1:<port>/v1"
 
 By hand: ``python -m runner.testing serve script.yaml [--port 8000]`` prints the base URL and serves
-until Ctrl+C. Only the standard library is used, so this module imports with the core dependencies.
+until Ctrl+C. The model and the server use only the standard library.
+
+``run_agent`` / ``run_agent_sync`` run an agent file against either in one call (``runner.testing.run``),
+and ``scripted_session`` opens a runtime and a session for tests that drive it themselves. The pytest
+plugin (``runner.testing.pytest_plugin``, registered as an entry point) gives the fixtures
+``scripted_model``, ``scripted_server``, ``run_agent`` and ``no_network``.
+
+Module map: ``model`` (ScriptedModel and the reply helpers), ``server`` (ScriptedServer and the
+command line), ``run`` (one-call runs), ``pytest_plugin`` (fixtures).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from runner.testing.model import ScriptedModel, text, tool_call, tool_calls
 from runner.testing.server import ScriptedServer, main
 
-__all__ = ["ScriptedModel", "ScriptedServer", "main", "text", "tool_call", "tool_calls"]
+if TYPE_CHECKING:
+    from runner.testing.run import ScriptedRun, run_agent, run_agent_sync, scripted_session
+
+__all__ = [
+    "ScriptedModel",
+    "ScriptedRun",
+    "ScriptedServer",
+    "main",
+    "run_agent",
+    "run_agent_sync",
+    "scripted_session",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+_RUN = frozenset({"ScriptedRun", "run_agent", "run_agent_sync", "scripted_session"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUN:  # imported on first use: the session layer is not needed to serve a script
+        from runner.testing import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module 'runner.testing' has no attribute {name!r}")

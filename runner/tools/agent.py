@@ -17,4 +17,4 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
     """One tool that runs the named agent as a nested session per call."""
     if ctx.agent_tool_factory is None:
         raise ConfigError("agent tools can only be used inside a session")
-    return LoadedSource([await ctx.agent_tool_factory(spec)])
+    return LoadedSource([await ctx.agent_tool_factory(spec, ctx.agent, stack)])

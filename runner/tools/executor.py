@@ -23,7 +23,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -45,6 +45,8 @@ __all__ = [
     "parse_arguments",
     "to_text",
 ]
+
+R = TypeVar("R")
 
 _MAX_LISTED_ERRORS = 5
 _MAX_LISTED_TOOLS = 50
@@ -129,7 +131,7 @@ async def execute_calls(
     return await gather_in_order(tasks)
 
 
-async def gather_in_order(tasks: Sequence[asyncio.Task[ToolResult]]) -> list[ToolResult]:
+async def gather_in_order(tasks: Sequence[asyncio.Task[R]]) -> list[R]:
     """Await started calls; if one raises (or we are cancelled) cancel the rest and re-raise."""
     if not tasks:
         return []

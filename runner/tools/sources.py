@@ -20,7 +20,7 @@ from runner.agentfile.config import AgentConfig, SourceKind, ToolSourceConfig
 from runner.errors import ConfigError, RunnerError
 from runner.tools.base import Tool
 
-__all__ = ["LoadedSource", "SourceContext", "SourceFailure", "SourceLoader", "loader_for"]
+__all__ = ["AgentToolFactory", "LoadedSource", "SourceContext", "SourceFailure", "SourceLoader", "loader_for"]
 
 
 @dataclass
@@ -29,6 +29,10 @@ class LoadedSource:
 
     tools: list[Tool]
     instructions: str | None = None
+
+
+AgentToolFactory = Callable[[ToolSourceConfig, AgentConfig, AsyncExitStack], Awaitable[Tool]]
+"""Builds the tool of an ``agent:`` source (the session layer's: it runs sessions)."""
 
 
 @dataclass
@@ -43,8 +47,9 @@ class SourceContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("runner.tools"))
     #: Called with (source label, message) for progress worth showing (MCP progress, reconnects).
     on_progress: Callable[[str, str], None] | None = None
-    #: Builds the tool of an ``agent:`` source (set by the loop, which owns sessions).
-    agent_tool_factory: Callable[[ToolSourceConfig], Awaitable[Tool]] | None = None
+    #: Builds the tool of an ``agent:`` source (given by the session layer, which runs sessions);
+    #: what the tool opens is registered on the stack, closed with the source.
+    agent_tool_factory: AgentToolFactory | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -3,8 +3,9 @@
 ``agent(body, tools=..., hooks=...)`` writes ``agent.yaml`` (plus a tools module and a hooks module with
 unique names, so tests never share an imported module) and loads it with ``load_agent``. In the body,
 ``$TOOLS`` and ``$HOOKS`` stand for those module names. ``drive(spec, script, "input", ...)`` opens a
-session with a ``ScriptedModel``, runs one turn per input and returns a ``Run`` with everything a test
-checks: turn results, loop events, model requests, the session and its transcript records.
+runtime on a ``ScriptedModel`` and a session on it, runs ``Session.run`` per input (None: a run with no
+new input, which continues a history waiting for the model) and returns a ``Run`` with everything a
+test checks: turn results, loop events, model requests, the session and its transcript records.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import pytest
 
 from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig
-from runner.loop.events import LoopEvent, Note
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions, Session, TurnResult
 from runner.models.base import Model
+from runner.runtime import RuntimeSettings
+from runner.session import RunOptions, RunResult, Session, TurnResult, open_runtime
+from runner.session.events import LoopEvent, Note
 from runner.store.transcript import Transcript, read_transcript, sessions_dir
 from runner.testing import ScriptedModel
 
@@ -81,13 +82,17 @@ class Run:
 
     session: Session
     model: Model
+    #: Every turn of every run, in order.
     results: list[TurnResult]
     events: list[LoopEvent]
     home: Path
+    #: One ``RunResult`` per input given to ``drive``.
+    runs: list[RunResult] = field(default_factory=list)
 
     @property
-    def result(self) -> TurnResult:
-        return self.results[-1]
+    def result(self) -> RunResult:
+        """The last run's result (its last turn's output and reason)."""
+        return self.runs[-1]
 
     @property
     def requests(self) -> list[Any]:
@@ -145,24 +150,26 @@ def drive(home: Path) -> Driver:
         model: Model | None = None,
         options: RunOptions | None = None,
         resume: Transcript | None = None,
-        during: Callable[[Session], Awaitable[None]] | None = None,
+        during: Callable[[Session], Awaitable[Any]] | None = None,
     ) -> Run:
         events: list[LoopEvent] = []
         chosen = model if model is not None else ScriptedModel(script or [])
         results: list[TurnResult] = []
-        async with open_session(
-            spec,
-            sink=events.append,
-            options=options or RunOptions(),
-            config=SessionConfig(home=home),
-            model=chosen,
-            resume=resume,
-        ) as session:
-            for text in inputs:
-                results.append(await session.run_turn(text))
-            if during is not None:
-                await during(session)
-        return Run(session, chosen, results, events, home)
+        runs: list[RunResult] = []
+        runtime = await open_runtime(spec, RuntimeSettings(home=home), model=chosen)
+        try:
+            session = Session(runtime, sink=events.append, options=options or RunOptions(), resume=resume)
+            try:
+                for text in inputs:
+                    runs.append(await session.run([text] if text is not None else []))
+                    results.extend(runs[-1].turns)
+                if during is not None:
+                    await during(session)
+            finally:
+                await session.close()
+        finally:
+            await runtime.aclose()
+        return Run(session, chosen, results, events, home, runs)
 
     return run
 

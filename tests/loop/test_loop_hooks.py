@@ -21,7 +21,7 @@ def add(a: int, b: int) -> int:
 HOOKS = """
 import asyncio
 
-from runner.loop.hooks import HookResult
+from runner.runtime.hooks import HookResult
 
 SEEN = []
 
@@ -320,15 +320,16 @@ async def test_generation_post_stop_keeps_the_message_and_answers_its_calls(
 
 async def test_turn_post_and_loop_continue_messages_are_queued_as_next_inputs(agent, drive):
     body = hooks_yaml(turn_post=["python: $HOOKS:queue_review"], loop_continue=["python: $HOOKS:queue_lint"])
-    spec = agent(body, tools=TOOLS, hooks=HOOKS)
-
-    async def drain(session):
-        assert list(session.queue) == ["please review", "and lint"]
-        await session.run_turn(session.queue.popleft())
-
-    run = await drive(spec, [text("first"), text("reviewed")], "hi", during=drain)
+    spec = agent("limits:\n  max_turns: 3\n" + body, tools=TOOLS, hooks=HOOKS)
+    run = await drive(spec, [text("first"), text("reviewed"), text("linted")], "hi")
+    # Session.run runs what the hooks queue, in order, as the next turns (SPEC 5).
     assert run.requests[1].messages[-1] == {"role": "user", "content": "please review"}
+    assert run.requests[2].messages[-1] == {"role": "user", "content": "and lint"}
     assert not any(m.get("content") == "please review" for m in run.requests[0].messages)
+    assert [r.output for r in run.results] == ["first", "reviewed", "linted"]
+    # Later turns queue again past max_turns: dropped with a warning, never silently.
+    assert [e["data"]["reason"] for e in run.transcript_events("queue_drop")] == ["max_turns"] * 4
+    assert run.result.exit_code() == 3
 
 
 async def test_a_python_hook_that_hangs_past_its_timeout_is_reported_and_the_loop_goes_on(agent, drive):
@@ -482,7 +483,7 @@ async def test_ctrl_c_stops_a_slow_turn_pre_hook_and_the_turn(agent, drive, asse
 
     async def interrupt_hook(session):
         agent.module("hooks").GATE["started"] = asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("hi"))
+        turn = asyncio.create_task(session.run(["hi"]))
         await agent.module("hooks").GATE["started"].wait()
         session.interrupt()
         outcome["result"] = await asyncio.wait_for(turn, 5)
@@ -501,7 +502,7 @@ async def test_ctrl_c_stops_a_slow_turn_post_hook_and_queues_nothing(agent, driv
 
     async def interrupt_hook(session):
         agent.module("hooks").GATE["started"] = asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("hi"))
+        turn = asyncio.create_task(session.run(["hi"]))
         await agent.module("hooks").GATE["started"].wait()
         session.interrupt()
         outcome["result"] = await asyncio.wait_for(turn, 5)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from runner.loop.events import Note
 from runner.models.base import Request, Usage
+from runner.session.events import Note
 from runner.testing import text, tool_call, tool_calls
 
 TOOLS = """
@@ -157,17 +157,20 @@ async def test_max_turns_refuses_the_turn_over_the_bound_without_a_model_call(ag
 
 async def test_queued_hook_messages_over_max_queue_are_dropped_with_a_note(agent, drive):
     spec = agent(
-        "limits:\n  max_queue: 1\nhooks:\n  turn_post:\n    - python: $HOOKS:three\n",
+        "limits:\n  max_queue: 1\n  max_turns: 2\nhooks:\n  turn_post:\n    - python: $HOOKS:three\n",
         tools=TOOLS,
         hooks=QUEUE_HOOKS,
     )
-    run = await drive(spec, [text("ok")], "go")
-    assert list(run.session.queue) == ["first"]
+    run = await drive(spec, [text("ok"), text("again")], "go")
+    # The one message the queue had room for ran as the next turn; nothing is left behind.
+    assert [m["content"] for m in run.history if m["role"] == "user"] == ["go", "first"]
+    assert list(run.session.queue) == []
     drops = [n for n in run.notes() if "queue is full" in n.text]
     assert len(drops) == 2
     assert all(n.level == "warning" for n in drops)
     events = run.transcript_events("queue_drop")
-    assert [e["data"]["reason"] for e in events] == ["max_queue", "max_queue"]
+    assert [e["data"]["reason"] for e in events] == ["max_queue", "max_queue"] + ["max_turns"] * 3
+    assert run.result.exit_code() == 3
 
 
 async def test_queued_hook_messages_over_max_turns_are_dropped_with_a_note(agent, drive):
@@ -176,7 +179,12 @@ async def test_queued_hook_messages_over_max_turns_are_dropped_with_a_note(agent
         tools=TOOLS,
         hooks=QUEUE_HOOKS,
     )
-    run = await drive(spec, [text("ok")], "go")
-    assert list(run.session.queue) == ["first"]
+    run = await drive(spec, [text("ok"), text("again")], "go")
+    assert [m["content"] for m in run.history if m["role"] == "user"] == ["go", "first"]
+    assert list(run.session.queue) == []
     drops = [n for n in run.notes() if isinstance(n, Note) and "max_turns" in n.text]
-    assert len(drops) == 2
+    assert len(drops) == 5
+    assert all(n.level == "warning" for n in drops)
+    events = run.transcript_events("queue_drop")
+    assert [e["data"]["reason"] for e in events] == ["max_turns"] * 5
+    assert run.result.exit_code() == 3

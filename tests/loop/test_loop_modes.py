@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from runner.loop.events import ReasoningChunk, TextChunk, ToolStarted
-from runner.loop.modes import choose_mode
-from runner.loop.session import RunOptions
 from runner.models.base import Reply
+from runner.modes import choose_mode
+from runner.session import RunOptions
+from runner.session.events import ReasoningChunk, TextChunk, ToolStarted
 from runner.testing import ScriptedModel, text, tool_call
 from tests.loop.conftest import Agents, Driver
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from runner.loop.session import ConfirmAnswer, RunOptions
+from runner.session import RunOptions
+from runner.session.gate import ConfirmAnswer
 from runner.testing import text, tool_call, tool_calls
 from runner.tools.base import Tool
 
@@ -147,7 +148,7 @@ async def test_a_confirm_prompt_that_fails_still_leaves_every_call_answered(
 
     async def ask(session):
         with pytest.raises(EOFError):
-            await session.run_turn("list")
+            await session.run(["list"])
         outcome["history"] = list(session.history)
 
     run = await drive(

@@ -117,13 +117,13 @@ async def test_interrupt_while_a_tool_runs_answers_every_call(agent, drive, asse
     async def interrupt_mid_tool(session):
         gate = agent.module().GATE
         gate["fast_done"], gate["stuck_started"] = asyncio.Event(), asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await gate["fast_done"].wait()
         await gate["stuck_started"].wait()
         session.interrupt()
         outcome["result"] = await turn
         outcome["history"] = list(session.history)
-        outcome["next"] = await session.run_turn("again")
+        outcome["next"] = await session.run(["again"])
 
     started = time.perf_counter()
     run = await drive(
@@ -148,7 +148,7 @@ async def test_interrupt_while_generating_appends_no_assistant_message(agent, dr
     outcome = {}
 
     async def interrupt_mid_generation(session):
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await model.generating.wait()
         session.interrupt()
         outcome["result"] = await turn
@@ -168,7 +168,7 @@ async def test_a_turn_cancelled_from_outside_leaves_every_call_answered(agent, d
     async def cancel_mid_tool(session):
         gate = agent.module().GATE
         gate["stuck_started"] = asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await gate["stuck_started"].wait()
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -186,7 +186,7 @@ async def test_a_turn_cancelled_under_a_session_timeout_cancels_its_tools(agent,
     async def cancel_mid_tool(session):
         gate = agent.module().GATE
         gate["stuck_started"], gate["stuck_cancelled"] = asyncio.Event(), asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await gate["stuck_started"].wait()
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -207,7 +207,7 @@ async def test_interrupt_while_generating_records_the_calls_whose_tools_already_
     async def interrupt_mid_generation(session):
         gate = agent.module().GATE
         gate["fast_done"], gate["stuck_started"] = asyncio.Event(), asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await gate["fast_done"].wait()
         await gate["stuck_started"].wait()
         session.interrupt()
@@ -230,7 +230,7 @@ async def test_a_model_error_after_a_tool_started_still_answers_its_call(agent, 
     async def fail_mid_stream(session):
         agent.module().GATE["stuck_started"] = asyncio.Event()
         with pytest.raises(ModelError):
-            await session.run_turn("go")
+            await session.run(["go"])
         outcome["history"] = list(session.history)
 
     run = await drive(spec, model=CallsThenFails(), during=fail_mid_stream)
@@ -249,7 +249,7 @@ async def test_kill_9_while_an_eagerly_started_tool_runs_keeps_its_call(
     async def kill_mid_tool(session):
         gate = agent.module().GATE
         gate["fast_done"], gate["stuck_started"] = asyncio.Event(), asyncio.Event()
-        turn = asyncio.create_task(session.run_turn("go"))
+        turn = asyncio.create_task(session.run(["go"]))
         await gate["stuck_started"].wait()
         path = sessions_dir(home) / f"{session.session_id}.jsonl"
         saved["path"], saved["text"] = path, path.read_text(encoding="utf-8")  # what kill -9 leaves
@@ -266,8 +266,8 @@ async def test_kill_9_while_an_eagerly_started_tool_runs_keeps_its_call(
     outcome = {}
 
     async def continue_(session):
-        outcome["needs"] = session.needs_continuation()
-        await session.run_turn(None)
+        outcome["needs"] = session.conversation.needs_continuation()
+        await session.run()
 
     resumed = await drive(spec, [text("they did not finish")], resume=crashed, during=continue_)
     assert outcome["needs"] is True
@@ -280,12 +280,14 @@ async def test_kill_9_while_an_eagerly_started_tool_runs_keeps_its_call(
 async def test_interrupt_without_a_running_step_does_nothing(agent, drive):
     spec = agent(tools=TOOLS)
 
+    outputs = []
+
     async def interrupt_then_run(session):
         session.interrupt()
-        await session.run_turn("go")
+        outputs.append((await session.run(["go"])).output)
 
-    run = await drive(spec, [text("fine")], during=interrupt_then_run)
-    assert run.session.outputs == ["fine"]
+    await drive(spec, [text("fine")], during=interrupt_then_run)
+    assert outputs == ["fine"]
 
 
 # ----------------------------------------------------------------------------- model errors
@@ -298,7 +300,7 @@ async def test_model_error_ends_the_turn_and_a_new_session_continues_from_the_tr
     script = [tool_call("add", a=1, b=2), ModelError("the provider is down")]
     model = ScriptedModel(script)
     with pytest.raises(ModelError, match="the provider is down"):
-        await drive(spec, model=model, during=lambda session: session.run_turn("add"))
+        await drive(spec, model=model, during=lambda session: session.run(["add"]))
     failed_request = model.requests[-1].messages
     [path] = list_transcripts(home)
     saved = read_transcript(path)
@@ -309,8 +311,8 @@ async def test_model_error_ends_the_turn_and_a_new_session_continues_from_the_tr
     outcome = {}
 
     async def continue_(session):
-        outcome["needs"] = session.needs_continuation()
-        outcome["result"] = await session.run_turn(None)
+        outcome["needs"] = session.conversation.needs_continuation()
+        outcome["result"] = await session.run()
 
     resumed = await drive(spec, [text("3")], resume=saved, during=continue_)
     assert outcome["needs"] is True
@@ -332,8 +334,8 @@ async def test_model_error_on_the_first_step_leaves_the_user_message_to_continue
     outcome = {}
 
     async def continue_(session):
-        outcome["needs"] = session.needs_continuation()
-        await session.run_turn(None)
+        outcome["needs"] = session.conversation.needs_continuation()
+        await session.run()
 
     resumed = await drive(spec, [text("hi!")], resume=saved, during=continue_)
     assert outcome["needs"] is True
@@ -346,7 +348,7 @@ async def test_a_finished_session_needs_no_continuation(agent, drive, home):
     outcome = {}
 
     async def check(session):
-        outcome["needs"] = session.needs_continuation()
+        outcome["needs"] = session.conversation.needs_continuation()
 
     await drive(spec, [], resume=run.transcript(), during=check)
     assert outcome["needs"] is False
@@ -392,8 +394,8 @@ async def test_resume_after_a_crash_mid_execution_answers_the_unfinished_call(
     outcome = {}
 
     async def continue_(session):
-        outcome["needs"] = session.needs_continuation()
-        outcome["result"] = await session.run_turn(None)
+        outcome["needs"] = session.conversation.needs_continuation()
+        outcome["result"] = await session.run()
 
     run = await drive(spec, [text("3, and 7 was lost")], resume=read_transcript(path), during=continue_)
     assert outcome["needs"] is True
@@ -436,7 +438,7 @@ async def test_resume_uses_the_system_prompt_rendered_last(agent, drive):
 
     async def switch(session):
         session.set_variables({"units": "imperial"})
-        await session.run_turn("again")
+        await session.run(["again"])
 
     first = await drive(spec, [text("one"), text("two")], "first", during=switch)
     assert first.requests[1].messages[0]["content"] == "Units: imperial."

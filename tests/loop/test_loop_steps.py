@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from runner.loop.events import (
+from runner.models.base import Reply, Request, ToolCall, Usage
+from runner.session.events import (
     AssistantMessage,
     StepStarted,
     TextChunk,
@@ -19,7 +20,6 @@ from runner.loop.events import (
     TurnEnded,
     UsageUpdate,
 )
-from runner.models.base import Reply, Request, ToolCall, Usage
 from runner.testing import ScriptedModel, text, tool_call, tool_calls
 
 TOOLS = """
@@ -268,7 +268,7 @@ async def test_a_tool_starts_while_the_rest_of_the_reply_still_streams(agent, dr
         return tool_calls(("stamp", {"tag": "first"}), ("stamp", {"tag": "second"}))
 
     model = ScriptedModel([reply, text("done")], chunk_delay_s=0.25)
-    run = await drive(spec, model=model, during=lambda session: session.run_turn("go"))
+    run = await drive(spec, model=model, during=lambda session: session.run(["go"]))
     first, second = (float(m["content"]) for m in run.tool_results())
     assert first - asked[0] < 0.2, "the first tool waited for the whole stream"
     assert second - first > 0.15, "the second tool started before its arguments were complete"

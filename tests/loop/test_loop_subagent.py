@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from runner.agentfile import load_agent
-from runner.loop.events import Note
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions
 from runner.models.base import Reply, Request, Usage
-from runner.testing import ScriptedModel, tool_call
+from runner.runtime import RuntimeSettings
+from runner.session.events import Note
+from runner.testing import ScriptedModel, scripted_session, tool_call
 
 TEAM = """\
 version: 1
@@ -63,17 +62,14 @@ async def test_agent_tool_runs_a_nested_session_and_charges_the_parent(
     monkeypatch.setattr("runner.models.factory.make_model", lambda spec, **kw: helper_model)
     cwd = os.getcwd()
     events: list[object] = []
-    async with open_session(
-        lead,
-        sink=events.append,
-        options=RunOptions(),
-        config=SessionConfig(home=tmp_path / "home"),
-        model=ScriptedModel(script),
+    settings = RuntimeSettings(home=tmp_path / "home")
+    async with scripted_session(
+        lead, ScriptedModel(script), settings=settings, sink=events.append
     ) as session:
-        spec_tool = session.registry.get("helper")
+        spec_tool = session.runtime.registry.get("helper")
         assert spec_tool is not None and spec_tool.description == "Knows the secret word."
         assert spec_tool.parameters["required"] == ["input"]
-        result = await session.run_turn("Ask the helper.")
+        result = await session.run(["Ask the helper."])
     assert result.output == "It is swordfish."
     tool_message = next(m for m in session.history if m["role"] == "tool")
     assert tool_message["content"] == "swordfish"
@@ -103,14 +99,8 @@ async def test_agents_calling_each_other_stop_at_the_depth_limit(
 
     shared = ScriptedModel([call_other] * 40)
     monkeypatch.setattr("runner.models.factory.make_model", lambda spec, **kw: shared)
-    async with open_session(
-        spec,
-        sink=lambda e: None,
-        options=RunOptions(),
-        config=SessionConfig(home=tmp_path / "home"),
-        model=shared,
-    ) as session:
-        result = await session.run_turn("go")
+    async with scripted_session(spec, shared, settings=RuntimeSettings(home=tmp_path / "home")) as session:
+        result = await session.run(["go"])
     assert result.output == "gave up"
     deepest = [
         r for r in shared.requests if any("nested more than" in str(m.get("content")) for m in r.messages)

@@ -136,7 +136,7 @@ async def test_undo_drops_the_last_turn_from_the_history_and_the_transcript(agen
 
     async def undo_then_ask(session):
         outcome["removed"] = session.undo()
-        await session.run_turn("third")
+        await session.run(["third"])
 
     script = [text("one"), tool_call("add", a=1, b=1), text("two"), text("three")]
     run = await drive(spec, script, "first", "second", during=undo_then_ask)
@@ -162,7 +162,7 @@ async def test_set_variables_renders_the_system_prompt_again(agent, drive):
 
     async def switch(session):
         session.set_variables({"units": "imperial"})
-        await session.run_turn("and now?")
+        await session.run(["and now?"])
 
     run = await drive(spec, [text("metric"), text("imperial")], "units?", during=switch)
     assert run.requests[0].messages[0]["content"] == "Units: metric."
@@ -176,7 +176,7 @@ async def test_set_variables_reaches_the_tools(agent, drive):
 
     async def switch(session):
         session.set_variables({"units": "imperial"})
-        await session.run_turn("and now?")
+        await session.run(["and now?"])
 
     script = [tool_call("show_vars"), text("metric"), tool_call("show_vars"), text("imperial")]
     run = await drive(spec, script, "units?", during=switch)
@@ -190,24 +190,26 @@ async def test_set_model_sends_the_next_step_to_the_new_model(agent, drive):
     other = ScriptedModel([text("from the other model")], name="other")
 
     async def switch(session):
-        session.set_model(other)
-        await session.run_turn("again")
+        await session.switch_model(other)
+        outputs.append((await session.run(["again"])).output)
 
+    outputs = []
     run = await drive(spec, [text("from the first model")], "hello", during=switch)
     assert len(run.requests) == 1
     [request] = other.requests
     assert request.model == "other"
     assert [m["content"] for m in request.messages] == ["hello", "from the first model", "again"]
-    assert run.session.outputs == ["from the first model", "from the other model"]
+    assert [run.result.output, *outputs] == ["from the first model", "from the other model"]
     [event] = run.transcript_events("model")
     assert event["data"]["model"] == "other"
 
 
-async def test_provenance_is_computed_off_the_loop_once_per_unchanged_file(agent, drive, monkeypatch):
-    """runner serve opens a session per request: git runs once, on a worker thread, not per request."""
+async def test_provenance_is_computed_off_the_loop_once_per_runtime(agent, home, monkeypatch):
+    """runner serve opens a session per request on one runtime: git runs once, on a worker thread."""
     import threading
 
-    from runner.loop import runtime
+    from runner.runtime import RuntimeSettings, runtime
+    from runner.session import Session, open_runtime
 
     calls: list[str] = []
     real = runtime.git_state
@@ -218,15 +220,25 @@ async def test_provenance_is_computed_off_the_loop_once_per_unchanged_file(agent
 
     monkeypatch.setattr(runtime, "git_state", counting)
     spec = agent(tools=TOOLS)
+    settings = RuntimeSettings(home=home)
+    shared = await open_runtime(spec, settings, model=ScriptedModel([text("hi")] * 3))
+    ids = []
     for _ in range(3):
-        await drive(spec, [text("hi")], "hello")
+        async with Session(shared) as session:
+            await session.run(["hello"])
+            ids.append(session.session_id)
+    await shared.aclose()
     assert len(calls) == 1
     assert calls[0].startswith("runner-tool-")
     with spec.path.open("a", encoding="utf-8") as file:
         file.write("# an edit\n")
-    run = await drive(spec, [text("hi")], "hello")
+    edited = await open_runtime(spec, settings, model=ScriptedModel([]))
+    await edited.aclose()
     assert len(calls) == 2
-    assert run.records()[0]["agent_sha256"] == hashlib.sha256(spec.path.read_bytes()).hexdigest()
+    assert edited.provenance.sha256 == hashlib.sha256(spec.path.read_bytes()).hexdigest()
+    for session_id in ids:
+        header = json.loads((home / "sessions" / f"{session_id}.jsonl").read_text().splitlines()[0])
+        assert header["agent_sha256"] == shared.provenance.sha256
 
 
 async def test_a_new_commit_shows_in_the_next_sessions_header_without_touching_the_agent(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.models.inline import (
+from runner.modes.inline import (
     InlineBlock,
     InlineCall,
     InlineError,

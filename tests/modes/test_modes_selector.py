@@ -11,14 +11,14 @@ import pytest
 from jinja2.exceptions import SecurityError
 
 import runner
-from runner.models.prompt_files import PROMPTS_DIR
-from runner.models.selector import (
+from runner.modes.prompt import (
     Selection,
     context_message,
     extract_selection,
     selection_context,
     selector_messages,
 )
+from runner.modes.templates import PROMPTS_DIR
 
 WEATHER: dict[str, Any] = {
     "type": "function",
@@ -248,7 +248,7 @@ def test_selection_context_gives_the_template_variables() -> None:
 
 def test_prompt_templates_ship_inside_the_package() -> None:
     package = Path(runner.__file__).resolve().parent
-    assert package / "prompts" == PROMPTS_DIR
+    assert package / "modes" / "prompts" == PROMPTS_DIR
     for name in ("tool_selection.md.j2", "inline_xml.md.j2", "inline_markdown.md.j2"):
         assert (PROMPTS_DIR / name).is_file()
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.models.thinking import ThinkingFilter, split_thinking
+from runner.modes.thinking import ThinkingFilter, split_thinking
 
 
 def stream(text: str, sizes: list[int] | None = None) -> tuple[str, str, list[tuple[str, str]]]:

@@ -27,7 +27,7 @@ import pytest
 import uvicorn
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from runner.loop.runtime import SessionConfig
+from runner.runtime import RuntimeSettings
 from runner.serve.app import create_app
 from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
@@ -474,7 +474,7 @@ def serve_app(home: Path, recorder: Recorder) -> Iterator[Callable[..., Served]]
     def start(paths: Sequence[Path], **options: Any) -> Served:
         catalog = load_catalog(list(paths))
         holder = CatalogHolder(list(paths), catalog)
-        options.setdefault("config", SessionConfig(home=home))
+        options.setdefault("settings", RuntimeSettings(home=home))
         app = create_app(holder, **options)
         served = Served(app, recorder, holder)
         served.start()

@@ -11,7 +11,8 @@ import pytest
 from runner.agentfile.config import AgentConfig, LimitsConfig, ModelConfig
 from runner.serve.details import ToolBlock, render_details, split_content
 from runner.serve.history import UNANSWERED, parse_conversation
-from runner.serve.protocol import ApiError, lowered_spec, model_params, parse_chat_request
+from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
+from runner.session.session import lowered_limits
 
 TRICKY = ToolBlock(
     "call_<1>", 'na"me', '{"q": "<b> & \\"x\\" \'y\'", "n": "é"}', "line one\n<tag a=\"1\"> & 'two' é"
@@ -150,12 +151,13 @@ def test_request_values_only_lower_the_agents() -> None:
         {**body, "temperature": 1.0, "max_tokens": 900, "limits": {"max_steps": 50, "timeout_s": 9}}
     )
     assert model_params(spec, higher) == {"temperature": 0.3, "max_tokens": 100}
-    assert dataclasses.astuple(lowered_spec(spec, higher).limits)[:1] == (5,)
-    assert lowered_spec(spec, higher).limits.timeout_s == 9  # the agent had none: any value lowers it
+    assert dataclasses.astuple(lowered_limits(spec.limits, request_limits(higher)))[:1] == (5,)
+    # the agent had none: any value lowers it
+    assert lowered_limits(spec.limits, request_limits(higher)).timeout_s == 9
     lower = parse_chat_request(
         {**body, "temperature": 0.1, "max_completion_tokens": 10, "limits": {"max_steps": 2}}
     )
     assert model_params(spec, lower) == {"temperature": 0.1, "max_tokens": 10}
-    assert lowered_spec(spec, lower).limits.max_steps == 2
+    assert lowered_limits(spec.limits, request_limits(lower)).max_steps == 2
     assert model_params(spec, parse_chat_request(body)) == {}
-    assert lowered_spec(spec, parse_chat_request(body)) is spec
+    assert lowered_limits(spec.limits, request_limits(parse_chat_request(body))) is spec.limits

@@ -10,10 +10,10 @@ from typing import Any
 
 from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig
-from runner.loop.events import LoopEvent, ToolFinished
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions
-from runner.testing import ScriptedModel, text, tool_calls
+from runner.runtime import RuntimeSettings
+from runner.session import RunOptions
+from runner.session.events import LoopEvent, ToolFinished
+from runner.testing import ScriptedModel, scripted_session, text, tool_calls
 
 LOOKUP = {
     "type": "function",
@@ -47,10 +47,10 @@ async def test_a_client_call_ends_the_turn_unanswered_after_the_agents_own_calls
         [tool_calls(("add", {"a": 1, "b": 2}), ("lookup", {"q": "x"}), content="Both."), text("Done.")]
     )
     events: list[LoopEvent] = []
-    config = SessionConfig(home=tmp_path / "home")
+    config = RuntimeSettings(home=tmp_path / "home")
     options = RunOptions(client_tools=[LOOKUP])
-    async with open_session(spec, sink=events.append, options=options, config=config, model=model) as session:
-        result = await session.run_turn("go")
+    async with scripted_session(spec, model, settings=config, sink=events.append, options=options) as session:
+        result = await session.run(["go"])
         history = list(session.history)
     assert result.reason == "client_tools"
     assert [(c.name, json.loads(c.arguments)) for c in result.client_calls] == [("lookup", {"q": "x"})]
@@ -63,10 +63,10 @@ async def test_a_client_call_ends_the_turn_unanswered_after_the_agents_own_calls
     # The caller runs lookup and sends its result; a new session goes on from the whole history.
     lookup_call = result.client_calls[0]
     answered = [*history, {"role": "tool", "tool_call_id": lookup_call.id, "content": "found it"}]
-    async with open_session(spec, sink=events.append, options=options, config=config, model=model) as session:
-        session.restore(answered)
-        assert session.needs_continuation()
-        final = await session.run_turn(None)
+    async with scripted_session(spec, model, settings=config, sink=events.append, options=options) as session:
+        session.conversation.restore(answered)
+        assert session.conversation.needs_continuation()
+        final = await session.run()
     assert (final.reason, final.output, final.client_calls) == ("done", "Done.", [])
     first, second = model.requests
     assert json.dumps(first.tools) == json.dumps(second.tools)
@@ -79,11 +79,11 @@ async def test_a_stop_while_the_own_calls_run_answers_the_client_calls(tmp_path:
     spec = write_agent(tmp_path, "limits:\n  max_tool_calls: 1\n")
     model = ScriptedModel([tool_calls(("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 2}), ("lookup", {}))])
     options = RunOptions(client_tools=[LOOKUP])
-    config = SessionConfig(home=tmp_path / "home")
-    async with open_session(
-        spec, sink=lambda e: None, options=options, config=config, model=model
+    config = RuntimeSettings(home=tmp_path / "home")
+    async with scripted_session(
+        spec, model, settings=config, sink=lambda e: None, options=options
     ) as session:
-        result = await session.run_turn("go")
+        result = await session.run(["go"])
         history = list(session.history)
     assert result.reason == "limit" and result.client_calls == []
     results = {m["tool_call_id"]: m["content"] for m in history if m["role"] == "tool"}
@@ -99,12 +99,12 @@ async def test_an_agent_tool_wins_over_a_client_tool_of_the_same_name(tmp_path: 
         "function": {"name": "add", "parameters": {"type": "object"}},
     }
     model = ScriptedModel([tool_calls(("add", {"a": 1, "b": 1})), text("2")])
-    config = SessionConfig(home=tmp_path / "home", write_transcript=False)
+    config = RuntimeSettings(home=tmp_path / "home", write_transcript=False)
     options = RunOptions(client_tools=[clash, LOOKUP])
-    async with open_session(
-        spec, sink=lambda e: None, options=options, config=config, model=model
+    async with scripted_session(
+        spec, model, settings=config, sink=lambda e: None, options=options
     ) as session:
-        result = await session.run_turn("1+1")
+        result = await session.run(["1+1"])
     assert (result.reason, result.output) == ("done", "2")
     assert [t["function"]["name"] for t in model.requests[0].tools or []] == ["add", "lookup"]
     assert model.requests[0].tools[0]["function"]["description"] == "Add two integers."  # type: ignore[index]

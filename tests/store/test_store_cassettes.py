@@ -12,11 +12,10 @@ from typer.testing import CliRunner
 
 from runner.agentfile import load_agent
 from runner.cli.main import app
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions
 from runner.resources import load_schema
+from runner.runtime import RuntimeSettings
 from runner.store.cassette import CassetteError, read_cassette
-from runner.testing import ScriptedServer
+from runner.testing import ScriptedServer, scripted_session
 
 TOOLS = '''
 def add(a: int, b: int) -> int:
@@ -50,11 +49,11 @@ def write_agent(
     return path
 
 
-async def run_once(agent: Path, config: SessionConfig, text: str = "What is 2 + 3?") -> str:
+async def run_once(agent: Path, settings: RuntimeSettings, text: str = "What is 2 + 3?") -> str:
     spec = load_agent(agent)
     notes: list[Any] = []
-    async with open_session(spec, sink=notes.append, options=RunOptions(), config=config) as session:
-        result = await session.run_turn(text)
+    async with scripted_session(spec, settings=settings, sink=notes.append) as session:
+        result = await session.run([text])
     return result.output
 
 
@@ -90,7 +89,7 @@ async def test_replay_freezes_now_to_the_recording_clock(recorded: Path, tmp_pat
     cassette = read_cassette(recorded.parent / "cassettes" / "adds.jsonl")
     system = cassette.interactions[0].request["messages"][0]["content"]
     assert cassette.header["clock"][:10] in system  # the recorded date, whatever today is
-    config = SessionConfig(home=tmp_path / "home", replay=cassette.path)
+    config = RuntimeSettings(home=tmp_path / "home", replay=cassette.path)
     assert await run_once(recorded, config) == "2 + 3 = 5"
 
 

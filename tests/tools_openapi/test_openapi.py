@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from runner.errors import ConfigError, ToolError
-from runner.loop.reload import SourcePool
+from runner.runtime.sources import SourceSet
 from runner.tools.base import RunContext, Tool
 from runner.tools.executor import ParsedCall, execute_calls
 from runner.tools.openapi import (
@@ -24,7 +24,6 @@ from runner.tools.openapi import (
 )
 from runner.tools.openapi_convert import convert_operations
 from runner.tools.openapi_spec import OpenApiDocument
-from runner.tools.registry import ToolRegistry
 from runner.tools.sources import SourceContext
 
 from .conftest import MakeSource, RunningServer, closed_port
@@ -190,11 +189,9 @@ async def test_full_run_through_registry_and_executor(
 ) -> None:
     spec = make_source(petstore.document_url, id="petstore", exclude=("boom", "slow"))
     async with AsyncExitStack() as stack:
-        pool = SourcePool()
-        stack.push_async_callback(pool.aclose)
-        loaded, failures = await pool.load((spec,), source_ctx)
-        assert failures == []
-        registry = ToolRegistry([(spec, loaded[0][1].tools)])
+        sources = await SourceSet.open((spec,), source_ctx)
+        stack.push_async_callback(sources.aclose)
+        registry = sources.registry()
         assert "boom" not in registry and "createPet" in registry
         calls = [
             ParsedCall("c1", "createPet", '{"name": "Kiki", "tag": "bird", "X-Owner": "Bo"}'),

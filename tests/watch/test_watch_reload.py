@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from runner.agentfile import load_agent
-from runner.loop.events import LoopEvent, Note
-from runner.loop.runtime import SessionConfig, open_session
-from runner.loop.session import RunOptions, Session
 from runner.models.base import Reply, Request
+from runner.runtime import RuntimeSettings
+from runner.session import Session, runtime_host
+from runner.session.events import LoopEvent, Note
 from runner.store.transcript import read_transcript
 from runner.testing import ScriptedModel
 from runner.watch import watch_session, watched_files
@@ -69,7 +69,7 @@ class Harness:
         return self.notes(word)[count - 1]
 
     async def ask(self, text: str) -> dict[str, Any]:
-        result = await self.session.run_turn(text)
+        result = await self.session.run([text])
         value: dict[str, Any] = json.loads(result.output)
         return value
 
@@ -85,13 +85,8 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[Harness, Path]]:
     events: list[LoopEvent] = []
     model = ScriptedModel([describe] * 20)
     stop = asyncio.Event()
-    async with open_session(
-        load_agent(path),
-        sink=events.append,
-        options=RunOptions(),
-        config=SessionConfig(home=tmp_path / "home"),
-        model=model,
-    ) as session:
+    host = runtime_host(load_agent(path), RuntimeSettings(home=tmp_path / "home"), model=model)
+    async with await Session.open(host, sink=events.append) as session:
         watcher = asyncio.create_task(watch_session(session, stop=stop))
         await asyncio.sleep(
             0.2
@@ -101,6 +96,7 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[Harness, Path]]:
         finally:
             stop.set()
             await watcher
+    await host.aclose()
 
 
 async def test_watched_files_cover_file_template_and_tool_module(tmp_path: Path) -> None:
@@ -150,7 +146,7 @@ async def test_edit_prompt_add_tool_break_and_fix_keep_the_conversation(live: tu
 
     users = [m["content"] for m in harness.session.history if m["role"] == "user"]
     assert users == ["hello", "again", "tools?", "still there?", "limits?"]
-    transcript = read_transcript(harness.session.transcript.path)  # type: ignore[union-attr]
+    transcript = read_transcript(harness.session.conversation.transcript.path)  # type: ignore[union-attr]
     kinds = [e["event"] for e in transcript.events() if e["event"].startswith("reload")]
     assert kinds == ["reload", "reload", "reload_failed", "reload"]
 
@@ -172,7 +168,7 @@ async def test_broken_tool_module_keeps_the_old_tools(live: tuple[Harness, Path]
     error = await harness.wait_note("reload failed", 1)
     assert "live_tools" in error and "syntax error" in error
     assert (await harness.ask("tools?"))["tools"] == ["add"]
-    tool = harness.session.registry.get("add")
+    tool = harness.session.runtime.registry.get("add")
     assert tool is not None
 
 

@@ -1,4 +1,4 @@
-"""The runner's own prompt templates (``runner/prompts/*.j2``), rendered in Jinja's sandbox.
+"""The modes' own prompt templates (``runner/modes/prompts/*.j2``), rendered in Jinja's sandbox.
 
 Shared by the non-native modes: the selector prompt of ``prompt`` and the tool instructions of ``inline``.
 """
@@ -13,7 +13,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = ["PROMPTS_DIR", "prompt_environment"]
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
 @cache

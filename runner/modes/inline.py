@@ -1,6 +1,8 @@
-"""Tool calls written as text blocks in the reply (SPEC section 8, ``function_calling: inline``).
+"""``function_calling: inline`` (SPEC section 8): tool calls written as text blocks in the reply.
 
-Pure parsing and formatting; the loop does the I/O. Two block formats (``tool_format``):
+``InlineMode`` is the strategy (the system prompt describes the tools and the block format; requests
+carry no ``tools``; results go back as one user message of ``<tool_response>`` blocks); the rest of
+this module is the parsing and formatting it uses. Two block formats (``tool_format``):
 
 - ``xml`` (Hermes/Qwen convention): ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
   ``"parameters"`` is accepted for ``"arguments"``, arguments given as a JSON string are decoded, a
@@ -32,22 +34,30 @@ API:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from runner.agentfile.config import AgentConfig
 from runner.models.accumulate import new_call_id
-from runner.models.base import ToolCall
-from runner.models.jsontext import FENCE, load_json, tool_function, unwrap_fence
-from runner.models.prompt_files import prompt_environment
-from runner.models.thinking import ThinkingFilter, partial_suffix, split_thinking
+from runner.models.base import Reply, ToolCall, ToolCallReady
+from runner.modes.base import Mode, ReplyReader, ResultMessage, without_thinking
+from runner.modes.jsontext import FENCE, load_json, tool_function, unwrap_fence
+from runner.modes.templates import prompt_environment
+from runner.modes.thinking import ThinkingFilter, partial_suffix, split_thinking
+from runner.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from runner.modes import ModeContext
 
 __all__ = [
     "InlineBlock",
     "InlineCall",
     "InlineError",
+    "InlineMode",
     "InlineParser",
     "ToolFormat",
     "parse_blocks",
@@ -381,3 +391,75 @@ def strip_for_history(text: str) -> str:
     visible, _ = split_thinking(text)
     cut = visible.find(_RESPONSE)
     return visible if cut < 0 else visible[:cut].rstrip()
+
+
+# --- the strategy ---------------------------------------------------------------------------------
+
+
+class InlineMode(Mode):
+    """Tool blocks written in the reply's text (gptme / Hermes), parsed as soon as each block closes."""
+
+    kind: ClassVar[str] = "inline"
+
+    def __init__(self, why: str, *, fmt: ToolFormat = "xml", tool_names: Sequence[str] = ()) -> None:
+        super().__init__(why)
+        self.fmt: ToolFormat = fmt
+        self.tool_names = tuple(tool_names)
+
+    @classmethod
+    def for_agent(cls, config: AgentConfig, why: str | None, context: ModeContext) -> InlineMode:
+        """Blocks in the file's ``tool_format``; only the agent's tool names open markdown blocks."""
+        why = why or f"function_calling: inline ({config.tool_format} blocks)"
+        return cls(why, fmt=config.tool_format, tool_names=context.tool_names)
+
+    def system_section(self, tools: Sequence[dict[str, Any]]) -> str | None:
+        """The tools and the block format, described for the model."""
+        return tool_instructions(tools, self.fmt) or None
+
+    def reader(self) -> InlineReader:
+        """A parser for the next reply's blocks."""
+        return InlineReader(self.fmt, self.tool_names)
+
+
+class InlineReader(ReplyReader):
+    """One reply's tool blocks: calls as they close, blocks that could not be read, the raw text."""
+
+    def __init__(self, fmt: ToolFormat, tool_names: Sequence[str]) -> None:
+        self._parser = InlineParser(fmt, tool_names)
+        self._chunks: list[str] = []
+        self._calls: list[InlineCall] = []
+        self._errors: list[InlineError] = []
+        self._raw = ""
+
+    def text(self, delta: str) -> list[ToolCallReady]:
+        self._chunks.append(delta)
+        return self._collect(self._parser.feed(delta))
+
+    def _collect(self, blocks: list[InlineBlock]) -> list[ToolCallReady]:
+        ready = []
+        for block in blocks:
+            if isinstance(block, InlineCall):
+                self._calls.append(block)
+                ready.append(ToolCallReady(len(self._calls) - 1, block.call))
+            else:
+                self._errors.append(block)
+        return ready
+
+    def complete(self, reply: Reply, thinking: str) -> Reply:
+        self._collect(self._parser.finish())
+        self._raw = "".join(self._chunks) or reply.content or ""
+        cleaned = without_thinking(reply, thinking)
+        return dataclasses.replace(cleaned, tool_calls=tuple(c.call for c in self._calls))
+
+    def assistant_message(self, reply: Reply) -> dict[str, Any]:
+        return {"role": "assistant", "content": strip_for_history(self._raw or reply.content or "")}
+
+    def result_messages(self, results: Sequence[ToolResult]) -> list[ResultMessage]:
+        items = [(r.name, r.content, r.is_error) for r in results] + [e.result() for e in self._errors]
+        self._errors = []
+        if not items:
+            return []
+        return [ResultMessage({"role": "user", "content": tool_responses(items)})]
+
+    def unreadable(self) -> bool:
+        return bool(self._errors)

@@ -1,8 +1,11 @@
 """Hook chains (SPEC section 6): ``python``, ``command`` and ``message`` hooks at nine events.
 
-A chain runs in order; each hook sees what earlier ones changed (arguments, output); ``stop`` or
-``deny`` ends the chain. A hook that fails is reported and the loop goes on, unless the hook is
-``required``, which turns its failure into a stop.
+``HookChains`` belongs to a runtime (the chains of one agent file, python hooks imported once); each
+run is told by a ``HookReporter`` (the session) how to render ``message`` hooks and where to report
+trouble. A chain runs in order; each hook sees what earlier ones changed (arguments, output);
+``stop`` or ``deny`` ends the chain. A hook that fails is reported and the loop goes on, unless the
+hook is ``required``: its failure then stops (and at ``tool_pre`` denies) like a ``stop``, with
+``ChainOutcome.failed`` set. What each field means at each event is ``HOOK_EVENT_RULES``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from runner.agentfile.config import MESSAGE_EVENTS, AgentConfig, HookConfig
+from runner.agentfile.config import HOOK_EVENT_RULES, MESSAGE_EVENTS, AgentConfig, HookConfig
 from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
 from runner.tools.threads import run_in_thread
@@ -91,27 +94,43 @@ class ChainOutcome:
     reason: str | None = None
     arguments: dict[str, Any] | None = None
     output: str | None = None
+    #: A required hook failed (its failure is the stop, or at ``tool_pre`` the denial).
+    failed: bool = False
 
 
 class HookFailed(Exception):
     """One hook could not run or answered something unusable."""
 
 
-FailureReporter = Callable[[HookConfig, str, str], None]
-IgnoredReporter = Callable[[HookConfig, str, tuple[str, ...]], None]
-MessageRenderer = Callable[[HookConfig, HookEvent], str]
+class HookReporter(Protocol):
+    """The session's side of a chain run: rendering ``message`` hooks and hearing of trouble."""
+
+    def render_message(self, hook: HookConfig, event: HookEvent) -> str:
+        """The text of a ``message`` hook at ``event``."""
+        ...
+
+    def failed(self, hook: HookConfig, event: str, message: str) -> None:
+        """A hook could not run or answered something unusable."""
+        ...
+
+    def ignored(self, hook: HookConfig, event: str, fields: tuple[str, ...]) -> None:
+        """A hook set fields its event has no use for."""
+        ...
 
 
 def ignored_fields(event: str, result: HookResult) -> tuple[str, ...]:
-    """The ``HookResult`` fields ``event`` has no use for (SPEC 6), which a hook nevertheless set."""
+    """The ``HookResult`` fields ``event`` has no use for (``HOOK_EVENT_RULES``) that a hook set."""
+    rules = HOOK_EVENT_RULES[event]
     ignored: list[str] = []
-    if result.messages and event not in MESSAGE_EVENTS:
+    if result.messages and rules.messages is None:
         ignored.append("messages")
-    if result.deny and event != "tool_pre":
+    if result.stop and rules.stop is None:
+        ignored.append("stop")
+    if result.deny and not rules.deny:
         ignored.append("deny")
-    if result.arguments is not None and event != "tool_pre":
+    if result.arguments is not None and not rules.arguments:
         ignored.append("arguments")
-    if result.output is not None and event != "tool_post":
+    if result.output is not None and not rules.output:
         ignored.append("output")
     return tuple(ignored)
 
@@ -122,64 +141,55 @@ def _as_message(item: Any, role: str = "user") -> dict[str, Any]:
     return {"role": role, "content": str(item)}
 
 
-class HookRunner:
-    """Runs the hook chains of one agent."""
+class HookChains:
+    """The hook chains of one agent (a runtime's); python hooks are imported on first use."""
 
-    def __init__(
-        self,
-        spec: AgentConfig,
-        *,
-        render_message: MessageRenderer,
-        on_failure: FailureReporter,
-        on_ignored: IgnoredReporter | None = None,
-    ) -> None:
-        self.chains = spec.hooks
-        self.render_message = render_message
-        self.on_failure = on_failure
-        self.on_ignored = on_ignored
+    def __init__(self, config: AgentConfig) -> None:
+        self.chains = config.hooks
         self._callables: dict[tuple[str, str], Callable[..., Any]] = {}
 
     def has(self, event: str) -> bool:
         """Whether any hook listens to ``event`` (so the loop can skip building the event)."""
         return bool(self.chains.get(event))
 
-    async def run(self, event: HookEvent) -> ChainOutcome:
+    async def run(self, event: HookEvent, reporter: HookReporter) -> ChainOutcome:
         """Run the chain of ``event.event``; never raises for a failing hook."""
+        rules = HOOK_EVENT_RULES[event.event]
         outcome = ChainOutcome()
         for hook in self.chains.get(event.event, ()):
             try:
-                result = await self._run_one(hook, event)
+                result = await self._run_one(hook, event, reporter)
             except HookFailed as exc:
-                self.on_failure(hook, event.event, str(exc))
+                reporter.failed(hook, event.event, str(exc))
                 if hook.required:
-                    outcome.deny = event.event == "tool_pre"
-                    outcome.stop = not outcome.deny
+                    outcome.failed = outcome.stop = True
+                    outcome.deny = rules.deny
                     outcome.reason = f"a required hook failed: {exc}"
                     break
                 continue
             ignored = ignored_fields(event.event, result)
-            if ignored and self.on_ignored is not None:
-                self.on_ignored(hook, event.event, ignored)
-            outcome.messages.extend(
-                _as_message(m, hook.role if hook.kind == "message" else "user") for m in result.messages
-            )
-            if result.arguments is not None and event.tool_call is not None:
+            if ignored:
+                reporter.ignored(hook, event.event, ignored)
+            if rules.messages:
+                role = hook.role if hook.kind == "message" else "user"
+                outcome.messages.extend(_as_message(m, role) for m in result.messages)
+            if result.arguments is not None and rules.arguments and event.tool_call is not None:
                 outcome.arguments = result.arguments
                 event.tool_call = {**event.tool_call, "arguments": result.arguments}
-            if result.output is not None:
+            if result.output is not None and rules.output:
                 outcome.output = result.output
                 event.output = result.output
-            if result.stop or result.deny:
-                outcome.stop = result.stop
-                outcome.deny = result.deny or (result.stop and event.event == "tool_pre")
-                outcome.reason = result.reason
+            stop = result.stop and rules.stop is not None
+            deny = rules.deny and (result.deny or stop)
+            if stop or deny:
+                outcome.stop, outcome.deny, outcome.reason = stop, deny, result.reason
                 break
         return outcome
 
-    async def _run_one(self, hook: HookConfig, event: HookEvent) -> HookResult:
+    async def _run_one(self, hook: HookConfig, event: HookEvent, reporter: HookReporter) -> HookResult:
         if hook.kind == "message":
             try:
-                return HookResult(messages=[self.render_message(hook, event)])
+                return HookResult(messages=[reporter.render_message(hook, event)])
             except ConfigError as exc:
                 raise HookFailed(str(exc)) from None
         if hook.kind == "python":

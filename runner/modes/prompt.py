@@ -1,9 +1,15 @@
-"""The tool selector of ``function_calling: prompt`` (SPEC section 8; Open WebUI's non-native mode).
+"""``function_calling: prompt`` (SPEC section 8; Open WebUI's non-native mode): a selector picks tools.
 
-Pure parsing and formatting; the loop sends the request and runs the calls.
+``PromptMode`` is the strategy: before the steps of a turn, a selector request (``selector.model``,
+else the agent's model) gets the tool definitions as JSON, the last ``selector.history`` messages
+and the input, and answers ``{"tool_calls": [{"name", "parameters"}]}``. The calls run in parallel
+through the same checks as any call (permissions, hooks, validation); their outputs go to the main
+model as one context message, and the main model answers without tools. With ``selector.rounds > 1``
+the selector runs again with the new outputs until it picks nothing or the rounds are spent. Its
+usage counts. The rest of this module is the parsing and formatting it uses:
 
 - ``selector_messages(tools, history, input, *, template_text=None, variables=None)``: the selector
-  request. The system message is ``runner/prompts/tool_selection.md.j2`` (or the agent's
+  request. The system message is ``runner/modes/prompts/tool_selection.md.j2`` (or the agent's
   ``prompts.tool_selection`` text) rendered in a sandbox with ``StrictUndefined``; it sees ``tools``
   (each ``{name, description, parameters}``), ``tools_json`` (that list as pretty JSON), ``history``
   (each ``{role, content}``), ``input``, and any ``variables`` given (e.g. ``vars``, ``agent``,
@@ -32,18 +38,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import jinja2
 
+from runner.agentfile.config import AgentConfig, SelectorConfig, TemplateSource
 from runner.models.accumulate import new_call_id
-from runner.models.base import ToolCall
-from runner.models.jsontext import load_json, tool_function
-from runner.models.prompt_files import prompt_environment
-from runner.models.thinking import split_thinking
+from runner.models.base import Model, Request, ToolCall
+from runner.modes.base import Mode, TurnAccess
+from runner.modes.jsontext import load_json, tool_function
+from runner.modes.templates import prompt_environment
+from runner.modes.thinking import split_thinking
+from runner.tools.executor import parse_arguments
+
+if TYPE_CHECKING:
+    from runner.modes import ModeContext
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "PromptMode",
     "Selection",
     "context_message",
     "extract_selection",
@@ -309,3 +322,99 @@ def context_message(
     if notes:
         parts.append("Notes:\n" + "\n".join(f"- {note}" for note in notes))
     return "\n\n".join(parts)
+
+
+# --- the strategy ---------------------------------------------------------------------------------
+
+
+class PromptMode(Mode):
+    """A selector request picks and runs tools before each turn's steps; the steps carry no tools."""
+
+    kind: ClassVar[str] = "prompt"
+
+    def __init__(
+        self,
+        why: str,
+        *,
+        selector: SelectorConfig,
+        template: TemplateSource | None = None,
+        selector_model: Model | None = None,
+    ) -> None:
+        super().__init__(why)
+        self.selector = selector
+        self.template = template
+        self.selector_model = selector_model
+
+    @classmethod
+    def for_agent(cls, config: AgentConfig, why: str | None, context: ModeContext) -> PromptMode:
+        """The file's ``selector:``; a ``selector.model`` of its own is built through ``context``."""
+        selector_model = None
+        if config.selector.model and context.make_model is not None:
+            selector_model = context.make_model(config.selector.model)
+        return cls(
+            why or "function_calling: prompt (a selector picks tools before each turn)",
+            selector=config.selector,
+            template=config.prompts.tool_selection,
+            selector_model=selector_model,
+        )
+
+    async def aclose(self) -> None:
+        """Close the selector's own model, if it has one."""
+        if self.selector_model is not None:
+            await self.selector_model.aclose()
+
+    async def before_steps(self, turn: TurnAccess, text: str) -> None:
+        """Run the selector rounds of one turn; add the context message when tools ran."""
+        specs = turn.tool_definitions
+        if not specs:
+            return
+        by_name = {s["function"]["name"]: s["function"] for s in specs}
+        model = self.selector_model or turn.model
+        executed: list[tuple[str, Any, str, bool]] = []
+        notes: list[str] = []
+        for _ in range(self.selector.rounds):
+            history = list(turn.history[-self.selector.history :]) if self.selector.history else []
+            seen = [*history, *_results_as_messages(executed)]
+            messages = [
+                {"role": "system", "content": self._system(turn, seen, text)},
+                {"role": "user", "content": selector_query(seen, text)},
+            ]
+            reply = await model.complete(Request(model=model.name, messages=messages, tools=None, params={}))
+            turn.count_usage(reply.usage)
+            selection = extract_selection(reply.content or "", by_name)
+            round_notes = selection.notes()
+            turn.record(
+                "selector",
+                calls=[name for name, _ in selection.calls],
+                unknown=selection.unknown,
+                dropped=selection.dropped,
+                problems=selection.problems,
+            )
+            for note in round_notes:
+                turn.note(f"selector: {note}", "warning")
+            notes.extend(round_notes)
+            calls = selection.tool_calls()
+            if not calls:
+                break
+            for call, result in zip(calls, await turn.execute(calls), strict=True):
+                arguments, _ = parse_arguments(call.arguments)
+                executed.append((result.name, arguments or {}, result.content, result.is_error))
+            if turn.ended:
+                break
+        content = context_message(executed, notes)
+        if content:
+            turn.add_context(content)
+
+    def _system(self, turn: TurnAccess, history: list[dict[str, Any]], text: str) -> str:
+        """The selector's system prompt: the packaged template, or the agent's ``prompts.tool_selection``."""
+        specs = turn.tool_definitions
+        if self.template is None:
+            return render_selector_prompt(specs, history, text)
+        return turn.render(self.template, selection_context(specs, history, text))
+
+
+def _results_as_messages(executed: list[tuple[str, Any, str, bool]]) -> list[dict[str, Any]]:
+    """Earlier rounds' outputs, as the next round's selector sees them."""
+    if not executed:
+        return []
+    return [{"role": "user", "content": context_message(executed)}]

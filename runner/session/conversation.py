@@ -1,0 +1,180 @@
+"""A conversation's state, apart from any configuration: history, system prompt, queue, turns, undo.
+
+Everything appended goes to the transcript as it happens. The system prompt is composed by the
+runtime's ``Prompts`` from the conversation's first input the first time a turn needs it, for a new
+conversation and a restored one alike; a conversation read back from a transcript keeps the prompt
+it recorded (a resume sends exactly what the session sent before).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from runner.session import context as ctxmod
+from runner.store.transcript import TranscriptWriter
+
+__all__ = ["NOTE_PREFIX", "Conversation", "is_note"]
+
+#: The start of every message the runner itself adds to the history (a turn stopped early, ...).
+NOTE_PREFIX = "[runner] "
+UNFINISHED = "Not executed: the runner stopped before this call finished."
+
+
+def is_note(message: dict[str, Any]) -> bool:
+    """Whether a message is a note the runner added (not a user's input)."""
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(NOTE_PREFIX)
+
+
+class Conversation:
+    """One conversation: what was said, what is queued, and how many turns it ran."""
+
+    def __init__(self, transcript: TranscriptWriter | None = None) -> None:
+        self.transcript = transcript
+        self.history: list[dict[str, Any]] = []
+        self.system: dict[str, Any] | None = None
+        #: The input the system prompt is rendered with (the conversation's first); None until known.
+        self.first_input: str | None = None
+        self.queue: deque[str] = deque()
+        self.turn = 0
+        self.chars = 0
+        #: Call ids of error results (context compression never replaces those).
+        self.errors: set[str] = set()
+        #: The tool name of every call id in the history.
+        self.names: dict[str, str] = {}
+
+    # ----------------------------------------------------------------- records
+
+    def append(self, message: dict[str, Any], **extra: Any) -> None:
+        """Add a message to the history and to the transcript."""
+        self.history.append(message)
+        self.chars += ctxmod.message_chars(message)
+        for call in message.get("tool_calls") or ():
+            self.names[call["id"]] = call["function"]["name"]
+        if self.transcript is not None:
+            self.transcript.message(message, **extra)
+
+    def event(self, name: str, **data: Any) -> None:
+        """Write an event record to the transcript."""
+        if self.transcript is not None:
+            self.transcript.event(name, **data)
+
+    def set_system(self, system: dict[str, Any] | None) -> None:
+        """Use ``system`` as the system prompt from the next request on (recorded as the prompt)."""
+        self.system = system
+        if system is not None and self.transcript is not None:
+            self.transcript.prompt(system)
+
+    # ----------------------------------------------------------------- restoring
+
+    def restore(
+        self,
+        history: Iterable[dict[str, Any]],
+        *,
+        system: dict[str, Any] | None = None,
+        first_input: str | None = None,
+        errors: Iterable[str] = (),
+        turns: int | None = None,
+        names: dict[str, str] | None = None,
+        record: bool = False,
+    ) -> None:
+        """Load an earlier history (a transcript, or a client's messages).
+
+        ``system`` keeps a recorded prompt; without one the prompt is composed from ``first_input``
+        when the next turn needs it. ``turns`` is how many turns the conversation ran (else its user
+        inputs are counted). With ``record`` the messages also go to the transcript (a client sent
+        them). Every call left without a result is answered (a crash mid-execution).
+        """
+        if system is not None:
+            if record:
+                self.set_system(system)
+            else:
+                self.system = system
+        self.first_input = first_input
+        for message in history:
+            if record:
+                name = (names or {}).get(message.get("tool_call_id") or "")
+                self.append(message, **({"name": name} if name else {}))
+            else:
+                self.history.append(message)
+                self.chars += ctxmod.message_chars(message)
+                for call in message.get("tool_calls") or ():
+                    self.names[call["id"]] = call["function"]["name"]
+        self.errors |= set(errors)
+        if turns is None:
+            turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
+        self.turn = turns
+        self._answer_dangling_calls()
+
+    def _answer_dangling_calls(self) -> None:
+        answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
+        for message in list(self.history):
+            for call in message.get("tool_calls") or ():
+                if call["id"] not in answered:
+                    self.append(
+                        {"role": "tool", "tool_call_id": call["id"], "content": UNFINISHED},
+                        name=call["function"]["name"],
+                    )
+
+    def needs_continuation(self) -> bool:
+        """Whether the history ends waiting for the model (a user message or tool results).
+
+        A runner note (a turn stopped by Ctrl+C, a limit or a hook) is not a question for the model:
+        after one, the conversation waits for new input instead of generating at once.
+        """
+        if not self.history:
+            return False
+        last = self.history[-1]
+        if last.get("role") == "user" and is_note(last):
+            return False
+        return last.get("role") in ("user", "tool")
+
+    # ----------------------------------------------------------------- changing it
+
+    def undo(self) -> int:
+        """Drop the last turn (from its user input on); how many messages were removed."""
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            if message.get("role") == "user" and not is_note(message):
+                removed = len(self.history) - index
+                del self.history[index:]
+                self.chars = sum(ctxmod.message_chars(m) for m in self.history)
+                self.turn = max(0, self.turn - 1)
+                keep = len(self.history) + (1 if self.system is not None else 0)
+                self.event("undo", keep=keep, removed=removed, turn=self.turn)
+                return removed
+        return 0
+
+    def compress(self, *, limit_tokens: int, fixed_chars: int) -> list[ctxmod.Compressed]:
+        """Replace old tool outputs until the prompt fits ``limit_tokens`` (SPEC section 7)."""
+        total = self.chars + fixed_chars
+        budget_chars = limit_tokens * ctxmod.CHARS_PER_TOKEN
+        if total <= budget_chars:
+            return []
+        starts = ctxmod.step_starts(self.history)
+        protected = starts[-2] if len(starts) >= 2 else (starts[0] if starts else len(self.history))
+        done = ctxmod.compress(
+            self.history,
+            over_chars=total - budget_chars,
+            protected_from=protected,
+            errors=self.errors,
+            names=self.names,
+        )
+        if done:
+            self.chars = sum(ctxmod.message_chars(m) for m in self.history)
+        return done
+
+    def messages(self, status: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """A request's messages: the system prompt, the history, then ``status`` (never stored)."""
+        messages = [self.system, *self.history] if self.system is not None else list(self.history)
+        if status is not None:
+            messages.append(status)
+        return messages
+
+    def drop_queue(self) -> Sequence[str]:
+        """Empty the prompt queue; what it held."""
+        dropped = list(self.queue)
+        self.queue.clear()
+        return dropped

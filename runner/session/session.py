@@ -1,0 +1,579 @@
+"""The session (SPEC section 5): one conversation with an agent, run by ``Session.run``.
+
+``run(inputs)`` is the session level every front door uses (``runner run`` and its REPL, ``serve``,
+the Open WebUI pipe, ``runner test``, sub-agents, the Python API): ``session_start`` the first time,
+a continuation turn when the history ends waiting for the model, then turns until the prompt queue
+is empty (inputs first, then what ``turn_post`` / ``loop_continue`` hooks queue), within
+``max_turns``. ``close()`` runs ``session_end``. A queued message is run or dropped with a warning
+and a ``queue_drop`` event, never silently.
+
+The session holds the conversation (``Conversation``) and the session's own state (budget,
+variables, confirmations, an optional model of its own); the configuration is its ``AgentRuntime``,
+shared and immutable. A session given a ``RuntimeHost`` follows reloads at turn boundaries.
+Orchestration only: no printing (events go to an ``EventSink``), no provider code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar
+
+from runner.agentfile.config import AgentConfig, LimitsConfig, TemplateSource
+from runner.errors import LimitReached, RunnerError
+from runner.models.base import Model, ToolCall, Usage
+from runner.runtime.host import RuntimeHost
+from runner.runtime.runtime import AgentRuntime
+from runner.session.conversation import Conversation
+from runner.session.decisions import LIMIT_REASONS, EndTurn
+from runner.session.events import EventSink, LoopEvent, Note, UsageUpdate
+from runner.session.gate import Confirmation, ConfirmFn
+from runner.session.hookglue import SessionHooks
+from runner.session.limits import Budget
+from runner.session.turn import Turn, TurnResult
+from runner.store.transcript import Redactor, Transcript, TranscriptWriter, new_session_id, sessions_dir
+from runner.tools.base import RunContext
+
+__all__ = ["RunOptions", "RunResult", "Session", "current_session"]
+
+T = TypeVar("T")
+_current: contextvars.ContextVar[Session | None] = contextvars.ContextVar("runner_session", default=None)
+
+
+def current_session() -> Session | None:
+    """The session whose turn is running in this task (a sub-agent's tool finds its parent so)."""
+    return _current.get()
+
+
+def _ignore(event: LoopEvent) -> None:
+    """A sink that drops every event."""
+
+
+@dataclass
+class RunOptions:
+    """How this session differs from the agent file (CLI flags, request parameters, a parent's caps)."""
+
+    variables: dict[str, Any] = field(default_factory=dict)
+    stream: bool | None = None
+    assume_yes: bool = False
+    confirm: ConfirmFn | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    #: Tools the caller runs itself (OpenAI tool definitions, sent after the agent's own): a reply
+    #: that calls one ends the turn with reason "client_tools", its calls left for the caller.
+    client_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: Limits that may only lower the agent's own (``runner serve`` requests, sub-agents).
+    limits: dict[str, Any] = field(default_factory=dict)
+    #: Write a transcript (None: as the runtime's settings say).
+    transcript: bool | None = None
+
+
+@dataclass
+class RunResult:
+    """What one ``Session.run`` did: its turns and why it stopped."""
+
+    turns: list[TurnResult]
+    session_id: str
+    usage: Usage = field(default_factory=Usage)
+    #: Queued messages dropped because a limit (``max_queue``, ``max_turns``) left no room for them.
+    dropped: int = 0
+    #: Why ``session_start`` ended the session, when it did.
+    ended: str | None = None
+
+    @property
+    def output(self) -> str:
+        """The answer of the last turn ("" when none ran)."""
+        return self.turns[-1].output if self.turns else ""
+
+    @property
+    def reason(self) -> str:
+        """Why the run stopped: the last turn's reason; "hook" when ``session_start`` ended it."""
+        if self.ended is not None:
+            return "hook"
+        return self.turns[-1].reason if self.turns else "done"
+
+    @property
+    def steps(self) -> int:
+        """Steps over all turns."""
+        return sum(t.steps for t in self.turns)
+
+    @property
+    def limit(self) -> LimitReached | None:
+        """The limit that ended a turn, if one did."""
+        return next((t.limit for t in reversed(self.turns) if t.limit is not None), None)
+
+    @property
+    def client_calls(self) -> list[ToolCall]:
+        """Calls of client tools waiting for the caller's results (reason "client_tools")."""
+        return self.turns[-1].client_calls if self.turns else []
+
+    def exit_code(self, *, interactive: bool = False) -> int:
+        """0 done, 3 a limit ended a turn or dropped queued input, 130 interrupted (0 interactively)."""
+        code = 3 if self.dropped else 0
+        for turn in self.turns:
+            if turn.reason == "interrupted":
+                code = max(code, 0 if interactive else 130)
+            elif turn.reason in LIMIT_REASONS:
+                code = max(code, 3)
+        return code
+
+
+def lowered_limits(limits: LimitsConfig, lower: Mapping[str, Any]) -> LimitsConfig:
+    """``limits`` with each of ``lower`` applied where it is lower (None in ``limits``: no limit)."""
+    if not lower:
+        return limits
+    changes: dict[str, Any] = {}
+    for key, value in lower.items():
+        if value is None:
+            continue
+        current = getattr(limits, key)
+        lowered = value if current is None else min(current, value)
+        changes[key] = lowered if key in ("timeout_s", "max_cost_usd") else int(lowered)
+    return dataclasses.replace(limits, **changes)
+
+
+class Session:
+    """One conversation with one agent: history, prompt queue, budgets, transcript."""
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        *,
+        sink: EventSink | None = None,
+        options: RunOptions | None = None,
+        session_id: str | None = None,
+        model: Model | None = None,
+        resume: Transcript | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.host: RuntimeHost | None = None  # set by ``open``: the session then follows reloads
+        self.sink: EventSink = sink or _ignore
+        self.options = options or RunOptions()
+        self.session_id = session_id or (resume.session_id if resume is not None else new_session_id())
+        self.variables = runtime.prompts.variables(self.options.variables)
+        self.current_input = ""
+        self.limits = lowered_limits(runtime.limits, self.options.limits)
+        self.budget = Budget(self.limits)
+        self.confirmation = Confirmation(assume_yes=self.options.assume_yes, ask=self.options.confirm)
+        self.hooks = SessionHooks(self)
+        self._model = model  # the session's own (/model, a test's); else the runtime's
+        self._owns_model = False
+        self._running: asyncio.Task[Any] | None = None  # what Ctrl+C stops: a step or a hook chain
+        self._interrupted = False
+        self._started = False
+        self._closed = False
+        self._dropped = 0
+        self._lease: RuntimeHost | None = None  # the host this session holds its runtime from
+        self.ended: str | None = None
+        """Why a ``session_start`` hook ended the session; no turn runs after that."""
+        self.conversation = Conversation(self._open_transcript(resume))
+        self._apply_runtime()
+        if resume is not None:
+            self.conversation.restore(
+                resume.history(),
+                system=resume.system_prompt(),
+                errors=resume.error_call_ids(),
+                turns=resume.turns(),
+            )
+            self._started = True  # a resumed session already ran its session_start hooks
+
+    @classmethod
+    async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:
+        """A session on ``host``'s current runtime, held until ``close``.
+
+        With ``follow`` the session moves to a reloaded runtime at its next turn boundary (and
+        ``reload`` works); without, it keeps its runtime to the end (a served request).
+        """
+        runtime = await host.acquire()
+        try:
+            session = cls(runtime, **kwargs)
+        except BaseException:
+            await host.release(runtime)
+            raise
+        session._lease = host
+        session.host = host if follow else None
+        return session
+
+    # ----------------------------------------------------------------- set-up
+
+    def _open_transcript(self, resume: Transcript | None) -> TranscriptWriter | None:
+        runtime = self.runtime
+        write = self.options.transcript
+        if write is None:
+            write = runtime.settings.write_transcript
+        if not write:
+            return None
+        path = sessions_dir(runtime.settings.home) / f"{self.session_id}.jsonl"
+        transcript = TranscriptWriter(path, Redactor(runtime.config.secrets), fsync=runtime.settings.fsync)
+        settings = runtime.settings
+        if resume is None:
+            transcript.header(
+                session_id=self.session_id,
+                agent=runtime.name,
+                agent_path=str(runtime.config.path),
+                agent_sha256=runtime.provenance.sha256,
+                git=runtime.provenance.git,
+                model=self.model.name,
+                replay=str(settings.replay) if settings.replay else None,
+                record=str(settings.record) if settings.record else None,
+            )
+        else:
+            transcript.event("resume", agent_sha256=runtime.provenance.sha256)
+        return transcript
+
+    def _apply_runtime(self) -> None:
+        """Derive what the session takes from its runtime (at open and after a reload)."""
+        runtime = self.runtime
+        self.limits = lowered_limits(runtime.limits, self.options.limits)
+        self.budget.limits = self.limits
+        self.stream = runtime.stream if self.options.stream is None else self.options.stream
+        self.request_params = {**runtime.model_params, **self.options.params}
+        self.tool_context = RunContext(
+            session_id=self.session_id,
+            agent=runtime.name,
+            vars=MappingProxyType(dict(self.variables)),
+            workspace=runtime.config.directory,
+            logger=logging.getLogger(f"runner.agent.{runtime.name}"),
+        )
+        # The caller's tools follow the agent's own in every request (an agent tool of the same name wins).
+        self.client_tools = [
+            t for t in self.options.client_tools if t.get("function", {}).get("name") not in runtime.registry
+        ]
+        self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
+        self._request_tools = [*runtime.tool_definitions, *self.client_tools] if self.client_tools else None
+
+    @property
+    def model(self) -> Model:
+        """The model this session talks to."""
+        return self._model if self._model is not None else self.runtime.model
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration of the moment."""
+        return self.runtime.config
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The conversation so far (without the system prompt)."""
+        return self.conversation.history
+
+    @property
+    def queue(self) -> Any:
+        """The prompt queue."""
+        return self.conversation.queue
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost so far (sub-agents and selectors included)."""
+        return self.budget.usage
+
+    def request_tools(self) -> list[dict[str, Any]] | None:
+        """The tools of a request: the agent's, then the caller's (the same list every step)."""
+        if self._request_tools is not None:
+            return self._request_tools
+        return self.runtime.tool_definitions or None
+
+    # ----------------------------------------------------------------- the session level
+
+    async def run(self, inputs: Iterable[str] = ()) -> RunResult:
+        """Run ``inputs`` and whatever they queue, to an empty queue (SPEC section 5's session level)."""
+        token = _current.set(self)
+        dropped_before = self._dropped
+        turns: list[TurnResult] = []
+        try:
+            # A history that ends waiting for the model (a resume, a client's tool results) goes on
+            # first; what session_start adds waits for the first input.
+            waiting = self.conversation.needs_continuation()
+            for text in inputs:
+                self.enqueue(text)
+            if not self._started:
+                self._started = True
+                await self._session_start()
+            if self.ended is None:
+                await self._drain(turns, waiting)
+        finally:
+            _current.reset(token)
+        return RunResult(turns, self.session_id, self.usage, self._dropped - dropped_before, self.ended)
+
+    async def _drain(self, turns: list[TurnResult], waiting: bool) -> None:
+        if waiting:
+            turns.append(await self._turn(None))
+            if turns[-1].reason in ("interrupted", "client_tools"):
+                return
+        while self.conversation.queue and self.ended is None:
+            if self.conversation.turn >= self.limits.max_turns:
+                turns.append(self._refuse_turn())
+                return
+            text = self.conversation.queue.popleft()
+            result = await self._turn(text)
+            turns.append(result)
+            if result.reason in ("interrupted", "client_tools"):
+                return
+
+    async def _turn(self, text: str | None) -> TurnResult:
+        await self._follow_host()
+        conversation = self.conversation
+        if text is not None or conversation.turn == 0:
+            conversation.turn += 1
+        self.budget.turns = conversation.turn
+        conversation.event(
+            "turn", turn=conversation.turn, **({} if text is not None else {"continued": True})
+        )
+        result = await Turn(self).run(text)
+        if result.reason not in ("interrupted", "client_tools"):  # a client_tools turn goes on later
+            await self._after_turn()
+        return result
+
+    def _refuse_turn(self) -> TurnResult:
+        """``max_turns`` is reached: no more turns; what is still queued is dropped (not silently)."""
+        limit = LimitReached(
+            f"the session reached {self.conversation.turn} turns (limits.max_turns)", limit="max_turns"
+        )
+        self._drop_queue("max_turns", f"it would exceed limits.max_turns ({self.limits.max_turns})")
+        note = f"The turn was stopped: {limit.message}."
+        self.record_event("limit", reason="limit", note=limit.message)
+        self.note(note, "warning")
+        end = EndTurn.for_limit(limit)
+        return TurnResult("", end.reason, 0, end.limit)
+
+    async def _session_start(self) -> None:
+        if not self.hooks.has("session_start"):
+            return
+        outcome = await self.hooks.run("session_start")
+        stop = self.hooks.apply("session_start", outcome)
+        if stop is not None:
+            self.ended = stop.reason
+            self.record_event("hook", hook_event="session_start", stop=True, reason=self.ended)
+            self.note(f"session_start hook stopped the session: {self.ended}", "warning")
+            self._drop_queue("session_end", "the session_start hook ended the session")
+
+    async def _after_turn(self) -> None:
+        for event in ("turn_post", "loop_continue"):
+            if not self.hooks.has(event):
+                continue
+            outcome = await self.interruptible(self.hooks.run(event))
+            if outcome is None:
+                self.note(f"interrupted the {event} hooks; nothing was queued")
+                return
+            stop = self.hooks.apply(event, outcome)
+            if stop is not None:
+                self._drop_queue("hook", f"a {event} hook stopped the run: {stop.reason}")
+                return
+
+    async def close(self) -> None:
+        """End the session: ``session_end`` hooks (if it started), then the transcript and own model."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.conversation.queue:
+                self._drop_queue("session_end", "the session ended before they ran")
+            if self._started and self.hooks.has("session_end"):
+                token = _current.set(self)
+                try:
+                    await self.hooks.run("session_end")
+                finally:
+                    _current.reset(token)
+        finally:
+            if self._owns_model and self._model is not None:
+                await self._model.aclose()
+            if self.conversation.transcript is not None:
+                self.conversation.transcript.close()
+            if self._lease is not None:
+                await self._lease.release(self.runtime)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------- the queue
+
+    def enqueue(self, text: str, *, origin: str = "user") -> bool:
+        """Add an input to the prompt queue, within ``max_queue`` and ``max_turns``; False if dropped."""
+        conversation, limits = self.conversation, self.limits
+        if len(conversation.queue) >= limits.max_queue:
+            self._dropped_one(
+                origin, "max_queue", f"the queue is full (limits.max_queue = {limits.max_queue})"
+            )
+            return False
+        if origin != "user" and conversation.turn + len(conversation.queue) >= limits.max_turns:
+            self._dropped_one(origin, "max_turns", f"it would exceed limits.max_turns ({limits.max_turns})")
+            return False
+        conversation.queue.append(text)
+        return True
+
+    def _dropped_one(self, origin: str, reason: str, why: str) -> None:
+        self.note(f"dropped a queued message from {origin}: {why}", "warning")
+        self.record_event("queue_drop", origin=origin, reason=reason)
+        self._dropped += 1
+
+    def _drop_queue(self, reason: str, why: str) -> None:
+        dropped = self.conversation.drop_queue()
+        if not dropped:
+            return
+        self.note(f"dropped {len(dropped)} queued message(s): {why}", "warning")
+        self.record_event("queue_drop", origin="queue", reason=reason, count=len(dropped))
+        if reason in ("max_turns", "max_queue"):
+            self._dropped += len(dropped)
+
+    def clear_queue(self) -> int:
+        """Ctrl+C at the prompt: drop what is queued (recorded); how many messages."""
+        dropped = self.conversation.drop_queue()
+        if dropped:
+            self.record_event("queue_drop", origin="queue", reason="user", count=len(dropped))
+        return len(dropped)
+
+    # ----------------------------------------------------------------- controls
+
+    def interrupt(self) -> None:
+        """Ctrl+C: stop the running step or hook chain (the turn then ends with every call answered)."""
+        if self._running is not None and not self._running.done():
+            self._interrupted = True
+            self._running.cancel()
+
+    async def interruptible(
+        self, work: Awaitable[T], *, on_interrupt: Callable[[], Any] | None = None
+    ) -> Any:
+        """Run ``work`` so that ``interrupt`` (and ``limits.timeout_s``) can stop it.
+
+        Interrupted, it gives ``on_interrupt()`` (None without one); past the session's time budget
+        it raises ``LimitReached``.
+        """
+        task = self._running = asyncio.ensure_future(work)
+        try:
+            return await self._guarded(task)
+        except asyncio.CancelledError:
+            if not self._interrupted:
+                task.cancel()  # under a session timeout the work is shielded from our cancellation
+                raise
+            self._interrupted = False
+            return on_interrupt() if on_interrupt is not None else None
+        finally:
+            self._running = None
+
+    async def _guarded(self, task: asyncio.Future[T]) -> T:
+        remaining = self.budget.remaining_s()
+        if remaining is None:
+            return await task
+        try:
+            async with asyncio.timeout(max(remaining, 0.001)):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise LimitReached(
+                f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
+            ) from None
+
+    def undo(self) -> int:
+        """Drop the last turn (from its user input on); how many messages were removed."""
+        return self.conversation.undo()
+
+    async def switch_model(self, model: Model | str) -> Model:
+        """Use another model from the next step on (an id is built with the runtime's settings)."""
+        new = self.runtime.make_model(model) if isinstance(model, str) else model
+        old, owned = self._model, self._owns_model
+        self._model, self._owns_model = new, isinstance(model, str)
+        self.record_event("model", model=new.name)
+        if owned and old is not None:
+            await old.aclose()
+        return new
+
+    def set_variables(self, variables: Mapping[str, Any]) -> None:
+        """Change template variables; the system prompt is rendered again for the next request."""
+        self.variables.update(variables)
+        self.options.variables.update(variables)  # kept by a reload, too
+        self.tool_context = dataclasses.replace(
+            self.tool_context, vars=MappingProxyType(dict(self.variables))
+        )
+        if self.conversation.system is not None:
+            self._compose_system()
+        self.record_event("vars", names=sorted(variables))
+
+    async def reload(self, config: AgentConfig) -> str:
+        """Build ``config``'s runtime now (errors raise, the old one stays); used from the next turn."""
+        if self.host is None:
+            raise RunnerError("this session cannot reload: open it with Session.open(host)")
+        runtime = await self.host.prepare(config)
+        try:
+            # A template that cannot render fails the reload now, not at the next turn.
+            runtime.prompts.system(
+                self.conversation.first_input or "", runtime.prompts.variables(self.options.variables)
+            )
+        except BaseException:
+            await runtime.aclose()
+            raise
+        await self.host.install(config, runtime)
+        self.record_event("reload", changes=runtime.changes, applies="next turn")
+        return runtime.changes
+
+    async def _follow_host(self) -> None:
+        """At a turn boundary: move to the host's current runtime when a reload installed one."""
+        host = self.host
+        if host is None or host.current is None or host.current is self.runtime:
+            return
+        old = self.runtime
+        self.runtime = await host.acquire()
+        self.variables = self.runtime.prompts.variables(self.options.variables)
+        self._apply_runtime()
+        if self.conversation.system is not None:
+            self._compose_system()
+        await host.release(old)
+
+    # ----------------------------------------------------------------- prompts and context
+
+    def ensure_system_prompt(self, first_input: str) -> None:
+        """Compose the system prompt the first time a turn needs it."""
+        if self.conversation.system is None:
+            if self.conversation.first_input is None:
+                self.conversation.first_input = first_input
+            self._compose_system()
+
+    def _compose_system(self) -> None:
+        first = self.conversation.first_input or ""
+        self.conversation.set_system(self.runtime.prompts.system(first, self.variables))
+
+    def render(self, source: TemplateSource, extra: Mapping[str, Any] | None = None) -> str:
+        """Render one of the agent's templates with the session's variables and current input."""
+        return self.runtime.prompts.render(source, self.current_input, self.variables, extra)
+
+    def fit_context(self) -> None:
+        """Compress old tool outputs when the prompt would exceed ``limits.context_tokens``."""
+        from runner.session import context as ctxmod
+
+        limit = self.limits.context_tokens
+        if limit is None:
+            return
+        system = self.conversation.system
+        fixed = (ctxmod.message_chars(system) if system else 0) + self.runtime.tools_chars
+        done = self.conversation.compress(limit_tokens=limit, fixed_chars=fixed)
+        if done:
+            self.record_event(
+                "compress",
+                replaced=[{"index": c.index, "name": c.name, "chars": c.original_chars} for c in done],
+                estimated_tokens=ctxmod.estimate_tokens(self.conversation.chars + fixed),
+            )
+            self.note(f"compressed {len(done)} old tool output(s) to fit limits.context_tokens ({limit})")
+
+    # ----------------------------------------------------------------- reporting
+
+    def count_usage(self, usage: Usage) -> None:
+        """Add a model call's usage (the session's, a selector's, a sub-agent's) and report it."""
+        self.budget.add(usage)
+        self.sink(UsageUpdate(usage, self.budget.usage))
+
+    def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
+        """Tell the user something."""
+        self.sink(Note(text, level))
+
+    def record_event(self, name: str, **data: Any) -> None:
+        """Write an event record to the transcript."""
+        self.conversation.event(name, **data)

@@ -1,0 +1,415 @@
+"""A turn (SPEC section 5): the user message, ``turn_pre``, the mode's work, then steps until one ends it.
+
+step = ``step_pre`` hooks -> limits -> the request -> generate (tools start as soon as their arguments
+are complete) -> ``generation_post`` -> the assistant message -> its tool calls through the gate ->
+one result per call, in call order. Each step returns an ``EndTurn`` or None (go on); when several
+reasons meet in one step, ``decide`` picks one. Every call in the history gets exactly one result,
+whatever ends the turn (Ctrl+C, a timeout, a model error, a client that went away).
+
+A ``Turn`` is also the ``TurnAccess`` the ``prompt`` mode's selector uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from runner.agentfile.config import TemplateSource
+from runner.errors import LimitReached, RunnerError
+from runner.models.base import (
+    Completed,
+    Model,
+    ReasoningDelta,
+    Reply,
+    Request,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    Usage,
+)
+from runner.modes.base import ReplyReader
+from runner.session.conversation import NOTE_PREFIX
+from runner.session.decisions import EndTurn, StopReason, decide
+from runner.session.events import (
+    AssistantMessage,
+    ReasoningChunk,
+    StepStarted,
+    TextChunk,
+    ToolFinished,
+    TurnEnded,
+)
+from runner.session.gate import GateParts, GateResult, StepCalls, ToolGate
+from runner.session.limits import RepeatGuard
+from runner.tools.base import ToolResult
+from runner.tools.executor import gather_in_order, interrupted_results
+
+if TYPE_CHECKING:
+    from runner.session.session import Session
+
+__all__ = ["Turn", "TurnResult"]
+
+#: The transcript event that records each way a turn can stop early (SPEC section 12).
+_STOP_EVENTS: dict[str, str] = {
+    "limit": "limit",
+    "max_steps": "limit",
+    "repeat": "limit",
+    "interrupted": "interrupt",
+    "hook": "hook",
+}
+
+
+@dataclass
+class TurnResult:
+    """How a turn ended."""
+
+    output: str
+    reason: StopReason
+    steps: int
+    limit: LimitReached | None = None
+    #: With reason "client_tools": the calls of client tools waiting for the caller's results.
+    client_calls: list[ToolCall] = field(default_factory=list)
+
+
+class Turn:
+    """One turn of a session, on its runtime of the moment."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.runtime = session.runtime
+        self.conversation = session.conversation
+        self.limits = session.limits
+        self.steps = 0
+        self.output = ""
+        self.ends: list[EndTurn] = []
+        self.pending: list[ToolCall] = []
+        self.calls: StepCalls | None = None
+        self.client_calls: list[ToolCall] = []
+        self._client_names = session.client_names
+        self.gate = ToolGate(
+            GateParts(
+                registry=self.runtime.registry,
+                context=session.tool_context,
+                limits=self.limits,
+                budget=session.budget,
+                repeat=RepeatGuard(self.limits.max_repeat),
+                permissions=self.runtime.permissions,
+                confirmation=session.confirmation,
+                hooks=session.hooks,
+                sink=session.sink,
+            )
+        )
+
+    # ----------------------------------------------------------------- the turn
+
+    async def run(self, text: str | None) -> TurnResult:
+        """Run the turn on ``text`` (None continues the history without a new message)."""
+        end: EndTurn | None = None
+        session = self.session
+        if text is not None:
+            session.current_input = text
+            session.ensure_system_prompt(text)
+            self.conversation.append(self.runtime.prompts.user(text, session.variables))
+            end = await self._turn_pre()
+        else:
+            session.ensure_system_prompt(session.current_input)
+        try:
+            if end is None and text is not None:
+                await self.runtime.mode.before_steps(self, text)
+                end = decide(self.ends)
+            while end is None:
+                try:
+                    end = await session.interruptible(self._step(), on_interrupt=self._interrupted)
+                except LimitReached as exc:  # the session's timeout_s, which stops a step from outside
+                    self._finish_pending(f"Not executed: {exc.message}.")
+                    end = EndTurn.for_limit(exc)
+        except RunnerError as exc:
+            self._finish_pending(f"Not executed: {exc.message}")
+            session.record_event("error", error=type(exc).__name__, message=exc.message)
+            raise
+        except Exception as exc:
+            self._finish_pending(f"Not executed: the turn failed ({type(exc).__name__}).")
+            session.record_event("error", error=type(exc).__name__, message=str(exc))
+            raise
+        except BaseException:  # cancelled from outside (a client went away): keep the history valid
+            self._finish_pending("Not executed: the turn was cancelled.")
+            raise
+        return self._end(end)
+
+    async def _turn_pre(self) -> EndTurn | None:
+        hooks = self.session.hooks
+        if not hooks.has("turn_pre"):
+            return None
+        outcome = await self.session.interruptible(hooks.run("turn_pre"))
+        if outcome is None:
+            return EndTurn("interrupted", "interrupted by the user")
+        stop = hooks.apply("turn_pre", outcome)
+        return EndTurn("hook", stop.reason) if stop else None
+
+    def _interrupted(self) -> EndTurn:
+        self._finish_pending("Interrupted by the user.")
+        return EndTurn("interrupted", "interrupted by the user")
+
+    def _end(self, end: EndTurn) -> TurnResult:
+        session = self.session
+        if end.note and end.reason not in ("done", "declined"):
+            note = f"The turn was stopped: {end.note}."
+            self.conversation.append({"role": "user", "content": NOTE_PREFIX + note})
+            session.record_event(_STOP_EVENTS.get(end.reason, end.reason), reason=end.reason, note=end.note)
+            session.note(note, "warning" if end.reason != "interrupted" else "info")
+        session.sink(TurnEnded(self.output, end.reason))
+        return TurnResult(self.output, end.reason, self.steps, end.limit, client_calls=self.client_calls)
+
+    # ----------------------------------------------------------------- a step
+
+    async def _step(self) -> EndTurn | None:
+        session, limits = self.session, self.limits
+        if self.steps >= limits.max_steps:
+            note = f"it reached limits.max_steps ({limits.max_steps} steps)"
+            return EndTurn("max_steps", note, LimitReached(note, limit="max_steps"))
+        if session.hooks.has("step_pre"):
+            outcome = await session.hooks.run("step_pre", step=self.steps + 1)
+            stop = session.hooks.apply("step_pre", outcome)
+            if stop is not None:
+                return EndTurn("hook", stop.reason)
+        try:
+            session.budget.check()
+        except LimitReached as exc:
+            return EndTurn.for_limit(exc)
+        self.steps += 1
+        session.sink(StepStarted(self.conversation.turn, self.steps))
+        session.fit_context()
+        calls = self.calls = StepCalls(self.steps, asyncio.Semaphore(limits.max_parallel))
+        reader = self.runtime.mode.reader()
+        eager = not session.hooks.has("generation_post")
+        started: dict[str, asyncio.Task[GateResult]] = {}
+        streamed: list[str] = []
+        try:
+            reply = await self._generate(reader, started if eager else None, streamed)
+        except BaseException:
+            for task in started.values():
+                task.cancel()
+            if started:
+                self._keep_started_calls(streamed, list(started))
+            raise
+        return await self._after_reply(reader, reply, started, calls)
+
+    async def _after_reply(
+        self,
+        reader: ReplyReader,
+        reply: Reply,
+        started: dict[str, asyncio.Task[GateResult]],
+        calls: StepCalls,
+    ) -> EndTurn | None:
+        session = self.session
+        session.count_usage(reply.usage)
+        message = reader.assistant_message(reply)
+        end: EndTurn | None = None
+        if session.hooks.has("generation_post"):
+            outcome = await session.hooks.run("generation_post", step=self.steps, message=message)
+            stop = session.hooks.apply("generation_post", outcome)
+            if stop is not None:
+                end = EndTurn("hook", stop.reason)
+        extra: dict[str, Any] = {"usage": reply.usage.as_dict()}
+        if reply.reasoning:
+            extra["reasoning"] = reply.reasoning
+        self.conversation.append(message, **extra)
+        session.sink(AssistantMessage(message))
+        self.output = reply.content or ""
+        if not reply.tool_calls:
+            if reader.unreadable() and end is None:
+                self._give_results(reader, [])  # unreadable tool blocks: the model reads why and tries again
+                return None
+            return end or EndTurn("done")
+        self.pending = list(reply.tool_calls)
+        if end is not None:
+            self._finish_pending(f"Not executed: {end.note}.", reader)
+            return end
+        tasks = [
+            started.get(call.id) or asyncio.create_task(self.gate.run(call, calls))
+            for call in reply.tool_calls
+            if call.name not in self._client_names
+        ]
+        outcomes = await gather_in_order(tasks)
+        self.pending = [call for call in reply.tool_calls if call.name in self._client_names]
+        self._give_results(reader, [o.result for o in outcomes])
+        end = decide(o.end for o in outcomes)
+        if self.pending and end is None:
+            # Calls of client tools stay unanswered: the turn ends and the caller sends their results.
+            self.client_calls, self.pending = self.pending, []
+            return EndTurn("client_tools")
+        if end is not None:
+            self._finish_pending(f"Not executed: {end.note}.", reader)
+        return end
+
+    async def _generate(
+        self,
+        reader: ReplyReader,
+        started: dict[str, asyncio.Task[GateResult]] | None,
+        streamed: list[str],
+    ) -> Reply:
+        session = self.session
+        request = self._request()
+        if not session.stream:
+            reply = reader.finish(await session.model.complete(request))
+            if reply.reasoning:
+                session.sink(ReasoningChunk(reply.reasoning))
+            if reply.content:
+                session.sink(TextChunk(reply.content))
+            return reply
+        inner = session.model.stream(request)
+        events = reader.wrap_stream(inner)
+        try:
+            return await self._consume(events, started, streamed)
+        finally:
+            for stream in (events, inner):
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+    async def _consume(
+        self,
+        events: AsyncIterator[StreamEvent],
+        started: dict[str, asyncio.Task[GateResult]] | None,
+        streamed: list[str],
+    ) -> Reply:
+        session = self.session
+        calls = self.calls
+        assert calls is not None
+        async for event in events:
+            if isinstance(event, TextDelta):
+                streamed.append(event.text)
+                session.sink(TextChunk(event.text))
+            elif isinstance(event, ToolCallReady):
+                call = event.call
+                if started is not None and call.name not in self._client_names:
+                    # On record before it runs: a kill -9 before the reply is complete must not hide
+                    # a tool that ran (a resume answers the call; see Transcript.history).
+                    session.record_event("tool_start", call=call.message())
+                    started[call.id] = asyncio.create_task(self.gate.run(call, calls))
+                    self._started.append(call)
+            elif isinstance(event, ReasoningDelta):
+                session.sink(ReasoningChunk(event.text))
+            elif isinstance(event, Completed):
+                return event.reply
+        raise RuntimeError("the model's stream ended without a Completed event")
+
+    @property
+    def _started(self) -> list[ToolCall]:
+        calls = self.calls
+        assert calls is not None
+        return calls.started
+
+    def _keep_started_calls(self, streamed: list[str], ids: list[str]) -> None:
+        """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
+
+        Those tools ran (or began to), so the history must say so; the code that stopped the step
+        then answers each call, keeping the results of the ones that finished.
+        """
+        started = [call for call in self._started if call.id in ids]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(streamed) or None,
+            "tool_calls": [call.message() for call in started],
+        }
+        self.conversation.append(message)
+        self.pending = started
+
+    def _request(self) -> Request:
+        session = self.session
+        status = self.runtime.prompts.status(session.current_input, session.variables)
+        tools = session.request_tools()
+        return Request(
+            model=session.model.name,
+            messages=self.conversation.messages(status),
+            tools=self.runtime.mode.request_tools(tools),
+            params=session.request_params,
+            stream=session.stream,
+        )
+
+    # ----------------------------------------------------------------- results
+
+    def _give_results(self, reader: ReplyReader | None, results: Sequence[ToolResult]) -> None:
+        """Give results back the way the mode says, and report each one."""
+        conversation = self.conversation
+        reader = reader or ReplyReader()
+        for result in results:
+            if result.is_error:
+                conversation.errors.add(result.call_id)
+        for item in reader.result_messages(results):
+            r = item.result
+            if r is None:
+                conversation.append(item.message)
+            else:
+                conversation.append(
+                    item.message,
+                    name=r.name,
+                    is_error=r.is_error or None,
+                    duration_s=round(r.duration_s, 4),
+                )
+        for result in results:
+            self.session.sink(ToolFinished(result))
+
+    def _finish_pending(self, reason: str, reader: ReplyReader | None = None) -> None:
+        if not self.pending:
+            return
+        done = list(self.calls.finished.values()) if self.calls is not None else []
+        results = interrupted_results(self.pending, done, reason=reason)
+        self.pending = []
+        self._give_results(reader, results)
+
+    # ----------------------------------------------------------------- TurnAccess (the modes' view)
+
+    @property
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The agent's tool definitions."""
+        return self.runtime.tool_definitions
+
+    @property
+    def history(self) -> Sequence[dict[str, Any]]:
+        """The conversation so far."""
+        return self.conversation.history
+
+    @property
+    def model(self) -> Model:
+        """The model of the session."""
+        return self.session.model
+
+    @property
+    def ended(self) -> bool:
+        """Whether a decision already ends the turn."""
+        return decide(self.ends) is not None
+
+    async def execute(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run calls through the gate (a mode's own calls); results in call order, reported."""
+        step = StepCalls(self.steps, asyncio.Semaphore(self.limits.max_parallel))
+        tasks = [asyncio.create_task(self.gate.run(call, step)) for call in calls]
+        outcomes = await gather_in_order(tasks)
+        self.ends.extend(o.end for o in outcomes if o.end is not None)
+        for outcome in outcomes:
+            if outcome.result.is_error:
+                self.conversation.errors.add(outcome.result.call_id)
+            self.session.sink(ToolFinished(outcome.result))
+        return [o.result for o in outcomes]
+
+    def count_usage(self, usage: Usage) -> None:
+        """Add a model call's usage to the session."""
+        self.session.count_usage(usage)
+
+    def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
+        """Tell the user something."""
+        self.session.note(text, level)
+
+    def record(self, name: str, **data: Any) -> None:
+        """Write an event to the transcript."""
+        self.session.record_event(name, **data)
+
+    def add_context(self, content: str) -> None:
+        """Append a context message (the prompt mode's tool outputs)."""
+        self.conversation.append({"role": "user", "content": content})
+
+    def render(self, source: TemplateSource, extra: dict[str, Any]) -> str:
+        """Render an agent template with the session's variables."""
+        return self.session.render(source, extra)
