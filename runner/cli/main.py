@@ -348,18 +348,21 @@ def main() -> None:
     """Console-script entry point.
 
     A sync tool that timed out or was interrupted keeps its worker thread until it returns (Python
-    threads cannot be killed), and the interpreter would wait for it at exit; when such threads
-    remain after a run, the process exits at once instead, with everything flushed.
+    threads cannot be killed), and the interpreter would wait for it at exit. Only when such a call is
+    still running does the process exit at once, after running the ``atexit`` handlers (tool modules
+    register some) and flushing; otherwise it exits normally.
     """
-    import threading
+    import atexit
+
+    from runner.tools.threads import MODEL_THREADS, TOOL_THREADS
 
     try:
         app()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    # Executor workers are joined at interpreter exit even when they are daemon threads.
-    if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
+    if TOOL_THREADS.running or MODEL_THREADS.running:
+        atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -15,7 +15,7 @@ compact JSON, text as text; a non-2xx status, a timeout or a network failure is 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +50,7 @@ _TEXT_TYPES = ("application/xml", "application/yaml", "application/javascript", 
 async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """Load the document of an ``openapi:`` source and make one tool per operation."""
     document = await load_document(spec, ctx)
-    plans = _converted(document, spec.headers, ctx.logger.warning)
+    plans = convert_operations(document, fixed_headers=spec.headers, warn=ctx.logger.warning)
     timeout_s = spec.timeout_s if spec.timeout_s is not None else ctx.default_timeout_s
     client = SharedClient(headers=spec.headers, timeout_s=timeout_s)
     stack.push_async_callback(client.aclose)
@@ -72,29 +72,6 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
             )
         )
     return LoadedSource(tools)
-
-
-#: Operation plans by document object (``load_document`` returns the same one while the document is
-#: unchanged) and fixed headers, with the warnings their conversion gave; the document is kept so its
-#: id stays its own.
-_plans: dict[tuple[int, tuple[str, ...]], tuple[dict[str, Any], list[OperationPlan], list[str]]] = {}
-
-
-def _converted(
-    document: OpenApiDocument, headers: Mapping[str, str], warn: Callable[[str], None]
-) -> list[OperationPlan]:
-    """``convert_operations`` once per document and headers; its warnings are given again each time."""
-    key = (id(document.data), tuple(sorted(headers)))  # conversion only looks at the header names
-    cached = _plans.get(key)
-    if cached is None or cached[0] is not document.data:
-        warnings: list[str] = []
-        plans = convert_operations(document, fixed_headers=headers, warn=warnings.append)
-        if len(_plans) >= 32:
-            _plans.clear()
-        cached = _plans[key] = (document.data, plans, warnings)
-    for text in cached[2]:
-        warn(text)
-    return cached[1]
 
 
 @dataclass(frozen=True)

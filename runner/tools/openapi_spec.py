@@ -65,12 +65,7 @@ async def load_document(spec: ToolSourceConfig, ctx: SourceContext) -> OpenApiDo
         return OpenApiDocument(await _fetch_cached(spec, ctx), spec.target, label)
     path = spec.base_dir / spec.target
     try:
-        stat = path.stat()
-        key = ("file", str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-        data = _parsed.get(key)
-        if data is None:
-            text = path.read_text(encoding="utf-8")
-            data = _remember(key, parse_document(text, label=label, where=str(path)))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = "file not found" if isinstance(exc, FileNotFoundError) else str(exc)
         raise openapi_error(
@@ -78,21 +73,8 @@ async def load_document(spec: ToolSourceConfig, ctx: SourceContext) -> OpenApiDo
             f"cannot read {path}: {reason}",
             hint="give an http(s) URL or a path relative to the agent file",
         ) from None
+    data = parse_document(text, label=label, where=str(path))
     return OpenApiDocument(data, path.resolve().as_uri(), label)
-
-
-#: Parsed documents by where they were read from and that file's mtime and size: every session of
-#: ``runner serve`` loads its sources again, and parsing (then converting) a large document each time
-#: would hold up the event loop. The same object comes back while the file is unchanged (read-only).
-_parsed: dict[tuple[str, str, int, int], dict[str, Any]] = {}
-_MAX_PARSED = 32
-
-
-def _remember(key: tuple[str, str, int, int], data: dict[str, Any]) -> dict[str, Any]:
-    if len(_parsed) >= _MAX_PARSED:
-        _parsed.clear()
-    _parsed[key] = data
-    return data
 
 
 def parse_document(text: str, *, label: str, where: str) -> dict[str, Any]:
@@ -300,11 +282,7 @@ def _origin(url: str) -> str:
 
 def _read_cache(path: Path, url: str) -> tuple[float, dict[str, Any]] | None:
     try:
-        stat = path.stat()
-        key = ("cache", str(path), stat.st_mtime_ns, stat.st_size)
-        entry = _parsed.get(key)
-        if entry is None:
-            entry = _remember(key, json.loads(path.read_text(encoding="utf-8")))
+        entry = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or entry.get("url") != url or not isinstance(entry.get("document"), dict):

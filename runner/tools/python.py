@@ -18,7 +18,6 @@ import sys
 import types
 import typing
 import warnings
-import weakref
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -95,25 +94,12 @@ def tools_from_module_path(target: str, *, base_dir: Path, reload: bool = False)
     return [tool_from_function(fn, source_id=source_id) for fn in functions]
 
 
-_built: weakref.WeakKeyDictionary[Callable[..., Any], dict[str, Tool]] = weakref.WeakKeyDictionary()
-
-
 def tool_from_function(fn: Callable[..., Any], *, source_id: str = "python") -> Tool:
     """Build a ``Tool`` from a function's signature, type hints and docstring.
 
-    The tool of a function object is built once (every session ``runner serve`` opens would otherwise
-    derive the same schemas again); a hot reload re-imports the module, so its functions are new objects.
+    A runtime builds its tools once and keeps them for every session it serves.
     """
-    try:
-        by_source = _built.get(fn)
-    except TypeError:  # not weak-referenceable (a builtin): build every time
-        return _build_tool(fn, source_id=source_id)
-    if by_source is None:
-        by_source = _built.setdefault(fn, {})
-    tool = by_source.get(source_id)
-    if tool is None:
-        tool = by_source[source_id] = _build_tool(fn, source_id=source_id)
-    return tool
+    return _build_tool(fn, source_id=source_id)
 
 
 def _build_tool(fn: Callable[..., Any], *, source_id: str) -> Tool:

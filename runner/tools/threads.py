@@ -50,6 +50,8 @@ class _Pool:
         self._lock = threading.Lock()
         self._idle = 0
         self._threads = 0
+        self.running = 0
+        """Jobs under way (a sync tool that timed out is still running here: it cannot be killed)."""
 
     def submit(self, job: _Job) -> None:
         with self._lock:
@@ -66,10 +68,15 @@ class _Pool:
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
-            job()
-            del job
             with self._lock:
-                self._idle += 1
+                self.running += 1
+            try:
+                job()
+            finally:
+                del job
+                with self._lock:
+                    self.running -= 1
+                    self._idle += 1
 
 
 class _Inbox:
@@ -120,6 +127,11 @@ class WorkerThreads:
 
     def __init__(self, name: str, max_workers: int = MAX_WORKERS) -> None:
         self._pool = _Pool(name, max_workers)
+
+    @property
+    def running(self) -> int:
+        """How many calls are under way on these threads."""
+        return self._pool.running
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on a worker thread; its result or exception, here."""

@@ -60,10 +60,18 @@ class Cli:
         return sorted((self.home / "sessions").glob("*.jsonl"))
 
 
-@pytest.fixture(params=["fast", "litellm"])
-def path_kind(request: pytest.FixtureRequest) -> str:
-    """Both ways to reach an OpenAI-compatible endpoint: the httpx fast path and litellm."""
-    return str(request.param)
+@pytest.fixture
+def path_kind() -> str:
+    """How the command reaches the OpenAI-compatible endpoint: the httpx fast path by default.
+
+    A few end-to-end tests run on both paths (``@both_paths``); each litellm run costs seconds of
+    import, and the in-process wire tests (tests/models) hold both paths to the same behaviour.
+    """
+    return "fast"
+
+
+#: Run a test on the fast path and on litellm (``RUNNER_FAST_PATH=0``).
+both_paths = pytest.mark.parametrize("path_kind", ["fast", "litellm"])
 
 
 @pytest.fixture

@@ -200,3 +200,37 @@ def test_secrets_never_reach_a_cassette(tmp_path: Path, monkeypatch: pytest.Monk
     # and the redacted request still replays (hashes are taken after redaction)
     monkeypatch.delenv("ADDER_BASE")
     assert CliRunner().invoke(app, ["test", str(agent)]).exit_code == 0
+
+
+def test_a_cassette_recorded_from_a_hook_queued_turn_replays_in_runner_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runner run and runner test both run what turn_post queues (Session.run): the same model calls."""
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "agent.yaml").write_text(
+        "version: 1\nname: reviewer\nmodel:\n  id: openai/scripted\n  api_base: ${REVIEW_BASE:-http://127.0.0.1:9/v1}\n"
+        "prompts:\n  system: You answer.\nlimits:\n  max_turns: 2\n"
+        "hooks:\n  turn_post:\n    - message: Check your answer.\n"
+        "tests:\n  - name: reviewed\n    input: Is water wet?\n    cassette: reviewed.jsonl\n"
+        "    expect:\n      output_contains: checked\n"
+    )
+    with ScriptedServer([{"content": "Yes."}, {"content": "Yes, checked."}]) as server:
+        monkeypatch.setenv("REVIEW_BASE", server.base_url)
+        recorded = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(folder / "agent.yaml"),
+                "-p",
+                "Is water wet?",
+                "--record",
+                str(folder / "reviewed.jsonl"),
+            ],
+        )
+        assert len(server.requests) == 2
+    monkeypatch.delenv("REVIEW_BASE")
+    assert recorded.exit_code == 3, recorded.output  # the third turn the hook queued was over max_turns
+    result = CliRunner().invoke(app, ["test", str(folder / "agent.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "PASS reviewer/reviewed" in result.output

@@ -392,17 +392,6 @@ async def test_reload_picks_up_an_edited_module(write_module: Any, module_dir: P
     assert await second[0].call({}, ctx) == 2
 
 
-def test_a_functions_tool_is_built_once_and_again_after_a_reload(write_module: Any, module_dir: Path) -> None:
-    name = write_module("def version() -> int:\n    return 1\n")
-    first = tools_from_module_path(f"{name}:version", base_dir=module_dir)
-    again = tools_from_module_path(f"{name}:version", base_dir=module_dir)
-    assert again[0] is first[0]  # sessions share it (runner serve opens one per request)
-    write_module("def version(n: int) -> int:\n    return n\n", name=name)
-    reloaded = tools_from_module_path(f"{name}:version", base_dir=module_dir, reload=True)
-    assert reloaded[0] is not first[0]
-    assert list(reloaded[0].parameters["properties"]) == ["n"]
-
-
 async def test_load_source_builds_the_tools_of_a_python_source(write_module: Any, module_dir: Path) -> None:
     from contextlib import AsyncExitStack
 

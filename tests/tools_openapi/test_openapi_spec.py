@@ -49,47 +49,6 @@ async def load_tools(spec: Any, ctx: SourceContext) -> dict[str, Tool]:
 # ---- loading -------------------------------------------------------------------------------------
 
 
-async def test_an_unchanged_document_is_parsed_and_converted_once_across_sessions(
-    write_doc: WriteDoc,
-    make_source: MakeSource,
-    source_ctx: SourceContext,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """``runner serve`` loads sources per request: a big document must not be re-converted each time."""
-    from runner.tools import openapi
-
-    conversions: list[int] = []
-    real = openapi.convert_operations
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        conversions.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(openapi, "convert_operations", counting)
-    upload = {"required": True, "content": {"multipart/form-data": {"schema": {"type": "object"}}}}
-    paths = {
-        "/up": {"post": ok(operationId="upload", requestBody=upload)},
-        "/pets": {"get": ok(operationId="list")},
-    }
-    name = write_doc(doc(paths))
-    source = make_source(name, base_url="http://127.0.0.1:9")
-    first = await load_document(source, source_ctx)
-    with caplog.at_level(logging.WARNING, logger="tests.openapi"):
-        for _ in range(3):
-            assert list(await load_tools(source, source_ctx)) == ["list"]
-    assert (await load_document(source, source_ctx)).data is first.data
-    assert len(conversions) == 1
-    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
-    assert len(skipped) == 3  # the warning is given to every session, not only the first
-
-    time.sleep(0.01)
-    paths["/cats"] = {"get": ok(operationId="cats")}
-    write_doc(doc(paths), name)
-    assert sorted(await load_tools(source, source_ctx)) == ["cats", "list"]
-    assert len(conversions) == 2
-
-
 @pytest.mark.parametrize("name", ["api/openapi.yaml", "api/openapi.json"])
 async def test_file_is_read_relative_to_the_agent_file(
     name: str, write_doc: WriteDoc, make_source: MakeSource, source_ctx: SourceContext, tmp_path: Path

@@ -1,0 +1,79 @@
+"""``runner serve`` keeps one runtime per agent and drives ``Session.run`` like every other front door."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FAKE_MCP = Path(__file__).resolve().parent.parent / "tools_mcp" / "fake_mcp_server.py"
+
+
+def test_an_mcp_stdio_server_starts_once_for_many_requests(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], tmp_path: Path
+) -> None:
+    log = tmp_path / "initialize.log"
+    server = scripted(
+        [
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "one"}}]},
+            {"content": "first"},
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "two"}}]},
+            {"content": "second"},
+            {"content": "third"},
+        ]
+    )
+    tools = (
+        "tools:\n"
+        f"  - mcp: {{command: {sys.executable}, args: [{FAKE_MCP}], env: {{FAKE_MCP_LOG: {log}}}}}\n"
+        "    id: fake\n"
+        "    include: [echo]\n"
+    )
+    agent_files.write("mcpuser", server, tools)
+    client = serve_app([agent_files.root]).openai()
+    answers = [
+        client.chat.completions.create(model="mcpuser", messages=[{"role": "user", "content": text}])
+        for text in ("a", "b", "c")
+    ]
+    assert [a.choices[0].message.content.rsplit("\n", 1)[-1] for a in answers] == ["first", "second", "third"]
+    assert len(log.read_text().splitlines()) == 1  # one process, one initialize, for three requests
+
+
+def test_an_inline_agent_sends_the_tool_instructions_on_every_request_of_a_conversation(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted([{"content": "one"}, {"content": "two"}])
+    tools = 'def add(a: int, b: int) -> int:\n    """Add two integers."""\n    return a + b\n'
+    agent_files.write("blocks", server, "function_calling: inline\nprompts:\n  system: You add.", tools=tools)
+    client = serve_app([agent_files.root]).openai()
+    client.chat.completions.create(model="blocks", messages=[{"role": "user", "content": "hi"}])
+    client.chat.completions.create(
+        model="blocks",
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "one"},
+            {"role": "user", "content": "again"},
+        ],
+    )
+    first, second = (r["messages"][0] for r in server.requests)
+    assert first == second
+    assert first["content"].startswith("You add.") and "<tool_call>" in first["content"]
+    assert "tools" not in server.requests[1]
+
+
+def test_messages_a_hook_queues_run_within_the_same_request(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = scripted([{"content": "Draft answer."}, {"content": "Reviewed answer."}])
+    agent_files.write(
+        "reviewer",
+        server,
+        "limits:\n  max_turns: 2\nhooks:\n  turn_post:\n    - message: Review your answer.\n",
+    )
+    client = serve_app([agent_files.root]).openai()
+    answer = client.chat.completions.create(model="reviewer", messages=[{"role": "user", "content": "go"}])
+    content = answer.choices[0].message.content or ""
+    assert content.startswith("Draft answer.\n\nReviewed answer.")
+    assert len(server.requests) == 2
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": "Review your answer."}
+    assert "dropped a queued message from turn_post hook" in content  # the third, over max_turns, is said
