@@ -12,7 +12,7 @@ from runner.modes import choose_mode
 from runner.session import RunOptions
 from runner.session.events import ReasoningChunk, TextChunk, ToolStarted
 from runner.testing import ScriptedModel, text, tool_call
-from tests.loop.conftest import Agents, Driver
+from tests.session.conftest import Agents, Driver
 
 TOOLS = '''
 def add(a: int, b: int) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from runner.testing import text, tool_calls
-from tests.loop.conftest import Agents, Driver, Run
+from tests.session.conftest import Agents, Driver, Run
 
 MODES = ["native", "inline", "prompt"]
 
