@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -83,9 +82,7 @@ def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     path = _write(tmp_path, "\n".join(lines) + "\n")
-    started = time.perf_counter()
     (error,) = _errors(path)
-    assert time.perf_counter() - started < 10.0  # without the limit: 10**9 values
     assert "alias expansion bomb" in error.message
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -336,9 +335,7 @@ async def test_a_python_hook_that_hangs_past_its_timeout_is_reported_and_the_loo
     spec = agent(
         "hooks:\n  turn_pre:\n    - python: $HOOKS:hang\n      timeout_s: 0.2\n", tools=TOOLS, hooks=HOOKS
     )
-    started = time.perf_counter()
     run = await drive(spec, [text("ok")], "hi")
-    assert time.perf_counter() - started < 3
     assert run.result.reason == "done"
     assert any("timed out after 0.2 s" in n.text for n in run.notes())
     [event] = run.transcript_events("hook")
@@ -428,9 +425,7 @@ async def test_command_hook_that_hangs_past_timeout_is_killed_and_reported(agent
     spec = agent(
         f"hooks:\n  turn_pre:\n    - command: {command('hang')}\n      timeout_s: 0.5\n", tools=TOOLS
     )
-    started = time.perf_counter()
     run = await drive(spec, [text("ok")], "hi")
-    assert time.perf_counter() - started < 5
     assert run.result.reason == "done"
     assert any("timed out after 0.5 s" in n.text for n in run.notes())
 

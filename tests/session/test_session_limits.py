@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from runner.models.base import Request, Usage
 from runner.session.events import Note
 from runner.testing import text, tool_call, tool_calls
@@ -118,9 +116,7 @@ async def test_max_cost_usd_stops_the_turn(agent, drive):
 
 async def test_session_timeout_stops_a_slow_tool_and_answers_its_call(agent, drive, assert_valid_history):
     spec = agent("limits:\n  timeout_s: 0.3\n", tools=TOOLS)
-    started = time.perf_counter()
     run = await drive(spec, [tool_call("hang"), text("never")], "wait")
-    assert time.perf_counter() - started < 2
     assert run.result.reason == "limit"
     assert run.result.limit is not None and run.result.limit.limit == "timeout_s"
     [result] = run.tool_results()

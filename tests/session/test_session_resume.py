@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -125,11 +124,9 @@ async def test_interrupt_while_a_tool_runs_answers_every_call(agent, drive, asse
         outcome["history"] = list(session.history)
         outcome["next"] = await session.run(["again"])
 
-    started = time.perf_counter()
     run = await drive(
         spec, [tool_calls(("fast", {}), ("stuck", {})), text("hello again")], during=interrupt_mid_tool
     )
-    assert time.perf_counter() - started < 5
     assert outcome["result"].reason == "interrupted"
     history = outcome["history"]
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "user"]

@@ -141,23 +141,19 @@ async def test_results_follow_call_order_when_the_second_call_finishes_first(age
 async def test_tool_calls_of_one_message_run_in_parallel(agent, drive, tool):
     spec = agent(tools=TOOLS)
     reply = tool_calls(*[(tool, {"tag": str(i)}) for i in range(4)])
-    started = time.perf_counter()
     run = await drive(spec, [reply, text("done")], "go")
-    elapsed = time.perf_counter() - started
     spans = [json.loads(m["content"]) for m in run.tool_results()]
     assert [s["tag"] for s in spans] == ["0", "1", "2", "3"]
     assert max(s["start"] for s in spans) < min(s["end"] for s in spans), "the four tools did not overlap"
-    assert elapsed < 0.45, f"four 200 ms tools took {elapsed:.3f} s"
 
 
 async def test_sync_and_async_tools_run_together_in_one_step(agent, drive):
     spec = agent(tools=TOOLS)
     calls = [("nap", {"tag": f"s{i}"}) for i in range(4)] + [("anap", {"tag": f"a{i}"}) for i in range(4)]
-    started = time.perf_counter()
     run = await drive(spec, [tool_calls(*calls), text("done")], "go")
-    elapsed = time.perf_counter() - started
-    assert len(run.tool_results()) == 8
-    assert elapsed < 0.45, f"eight 200 ms tools took {elapsed:.3f} s"
+    spans = [json.loads(m["content"]) for m in run.tool_results()]
+    assert len(spans) == 8
+    assert max(s["start"] for s in spans) < min(s["end"] for s in spans), "the eight tools did not overlap"
 
 
 async def test_max_parallel_one_runs_the_calls_one_after_another(agent, drive):
@@ -225,9 +221,7 @@ async def test_a_tool_that_raises_becomes_an_error_result(agent, drive):
 
 async def test_a_tool_that_hangs_past_tool_timeout_s_is_abandoned(agent, drive):
     spec = agent("limits:\n  tool_timeout_s: 0.2\n", tools=TOOLS)
-    started = time.perf_counter()
     run = await drive(spec, [tool_call("hang"), text("too slow")], "go")
-    assert time.perf_counter() - started < 2
     content = run.tool_results()[0]["content"]
     assert "timed out after 0.2 s" in content
     assert run.result.reason == "done"

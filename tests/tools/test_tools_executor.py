@@ -34,13 +34,20 @@ async def _run(
     return await execute_calls(list(calls), registry, ctx, **settings)
 
 
+SPANS: list[tuple[float, float]] = []
+
+
 def _sleepy_sync(n: int) -> int:
+    start = time.perf_counter()
     time.sleep(0.2)
+    SPANS.append((start, time.perf_counter()))
     return n
 
 
 async def _sleepy_async(n: int) -> int:
+    start = time.perf_counter()
     await asyncio.sleep(0.2)
+    SPANS.append((start, time.perf_counter()))
     return n
 
 
@@ -49,12 +56,12 @@ async def test_four_sync_and_four_async_200ms_tools_run_concurrently(ctx: RunCon
     calls = [
         ParsedCall(f"c{i}", "_sleepy_sync" if i % 2 else "_sleepy_async", f'{{"n": {i}}}') for i in range(8)
     ]
-    started = time.perf_counter()
+    SPANS.clear()
     results = await _run(registry, ctx, *calls)
-    elapsed = time.perf_counter() - started
     assert [r.content for r in results] == [str(i) for i in range(8)]
     assert not any(r.is_error for r in results)
-    assert elapsed < 0.6, f"8 tools of 200 ms took {elapsed:.2f} s; a serial run takes 1.6 s"
+    # all eight ran at once: every one started before any finished
+    assert max(start for start, _ in SPANS) < min(end for _, end in SPANS)
 
 
 async def test_results_come_back_in_call_order_not_finish_order(make_tool: Any, ctx: RunContext) -> None:
@@ -169,11 +176,9 @@ async def test_a_hanging_tool_times_out_and_the_batch_goes_on(make_tool: Any, ct
             raise
 
     registry = ToolRegistry.from_tools([make_tool("hang", hang), make_tool("echo")])
-    started = time.perf_counter()
     results = await _run(
         registry, ctx, ParsedCall("c1", "hang", "{}"), ParsedCall("c2", "echo", "{}"), default_timeout_s=0.1
     )
-    assert time.perf_counter() - started < 2
     assert results[0].is_error
     assert "timed out after 0.1 s" in results[0].content
     assert cancelled.is_set()

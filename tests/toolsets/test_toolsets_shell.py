@@ -76,20 +76,15 @@ async def test_non_zero_exit_is_a_tool_error_with_the_output(shell: Tool, run_ct
 
 
 async def test_a_command_that_never_ends_is_killed_at_the_timeout(shell: Tool, run_ctx: RunContext) -> None:
-    started = time.monotonic()
     with pytest.raises(ToolError) as caught:
         await shell.call({"command": "echo $$; sleep 60"}, run_ctx)
-    elapsed = time.monotonic() - started
-    assert 0.9 <= elapsed < 3.0
     assert caught.value.message.startswith("Command timed out after 1 s and was killed")
     pgid = int(re.findall(r"^(\d+)$", caught.value.message, re.MULTILINE)[0])
     assert await _gone(pgid)
 
 
 async def test_background_processes_end_with_the_command(shell: Tool, run_ctx: RunContext) -> None:
-    started = time.monotonic()
     output = await shell.call({"command": "sleep 60 & echo $!"}, run_ctx)
-    assert time.monotonic() - started < 0.9
     pid = int(output.splitlines()[0])
     assert await _gone(pid)
 
