@@ -1,4 +1,21 @@
-"""Loading agent files: YAML with positions, ``${ENV}``, ``extends``, JSON Schema, checks, AgentConfig."""
+"""The agent file: YAML with positions -> ``${ENV}`` -> ``extends`` -> JSON Schema -> checks -> AgentConfig.
+
+Module map:
+
+- ``files``: the entry points (``load_agent``, ``load_file``, ``check_file``, ``find_agent``) and
+  ``AgentFile``, a checked file of one agent or a team.
+- ``yamlsrc``: YAML with line and column of every value, duplicate keys and alias bombs refused.
+- ``interpolate``: ``${VAR}`` / ``${VAR:-default}`` and which values are secrets.
+- ``loader``: ``extends`` chains (deep merge, cycles) and ``--explain``.
+- ``validate``: the JSON Schema check with located errors and "did you mean".
+- ``checks``: what a schema cannot see (imports, templates, variables, references).
+- ``build``: checked data -> the typed ``config`` dataclasses; ``config``: ``AgentConfig`` and its
+  parts, and ``HOOK_EVENT_RULES`` (what a hook can do at each event).
+- ``templates``: the Jinja sandbox; ``imports``: ``module:function`` references; ``schema_doc``:
+  ``docs/format.md`` from the schema.
+
+Nothing here runs an agent; everything above uses the ``AgentConfig`` this package builds.
+"""
 
 from __future__ import annotations
 

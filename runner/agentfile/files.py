@@ -106,14 +106,14 @@ def config_from_file(agent_file: AgentFile, name: str | None = None) -> AgentCon
 
 
 def load_agent(
-    path: Path,
+    path: str | Path,
     *,
     agent: str | None = None,
     env: Mapping[str, str] | None = None,
     extra_vars: Iterable[str] = (),
 ) -> AgentConfig:
     """Load, validate and check one agent; raises ``ConfigErrors`` on any problem."""
-    agent_file = load_file(path, env=env)
+    agent_file = load_file(Path(path), env=env)
     chosen = agent_file.pick(agent)
     errors = semantic_errors(
         agent_file.document, agent_file.prefix(chosen), extra_vars=extra_vars, team=agent_file.names

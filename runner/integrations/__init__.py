@@ -1,1 +1,1 @@
-"""Adapters that run agents inside other tools (``openwebui``: an Open WebUI pipe)."""
+"""Adapters that run agents inside other tools: ``openwebui`` (an Open WebUI pipe on the serve engine)."""

@@ -1,8 +1,14 @@
 """Models: the ``Model`` protocol, its two implementations, retries and fallbacks.
 
-``base`` holds the protocol and its values; ``openai_compat`` (httpx) and ``litellm_model`` (the only
-importer of litellm) implement it and are imported lazily by ``factory``; ``resilient`` adds retries
-and fallbacks. Messages are OpenAI chat-format dicts throughout.
+Module map:
+
+- ``base``: the protocol and the values that cross it (``Request``, ``Reply``, stream events).
+- ``openai_compat``: the httpx fast path for OpenAI-compatible endpoints; ``litellm_model``: every
+  other provider (the only module that imports litellm); both imported lazily by ``factory``.
+- ``resilient``: retries with backoff, then fallbacks; ``accumulate``: tool-call deltas into calls.
+
+Messages are OpenAI chat-format dicts throughout. How tools are put into requests and read out of
+replies is the modes' business (``runner.modes``), not a model's.
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
 """``runner serve``: agents as models behind an OpenAI-compatible API (SPEC section 11).
 
+Module map:
+
     catalog.py    which agents are served (files and folders, team members)
-    reload.py     --watch: a new catalog swapped in when agent files change
+    reload.py     CatalogHolder: the catalog and one RuntimeHost per agent; --watch swaps changes in
     protocol.py   the request body: parsing, validation, OpenAI-shaped errors, limits that only lower
     details.py    the ``<details type="tool_calls">`` blocks that show executed tools in the content
     history.py    the request's messages as the history a session restores
-    models.py     one model client per model configuration, shared by all requests
-    engine.py     one request's run: a session in its own task, its events as pieces, cancellation
+    engine.py     one request: a Session on the agent's shared runtime, its events as pieces
     sse.py        pieces as chat.completion chunks (seed 002 rules) or one chat.completion
     app.py        the Starlette app (the only module that imports starlette)
 
-Everything but ``app.py`` imports only the core dependencies, so the Open WebUI pipe
-(``runner.integrations.openwebui``) shares the engine and the rendering rules.
+Each agent's runtime (tool sources, model client) is built on its first request and kept; every
+request is a new ``Session`` on it, run with ``Session.run``. Everything but ``app.py`` imports
+only the core dependencies, so the Open WebUI pipe (``runner.integrations.openwebui``) shares them.
 """

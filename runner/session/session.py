@@ -303,17 +303,18 @@ class Session:
     async def _drain(self, turns: list[TurnResult], waiting: bool) -> None:
         if waiting:
             turns.append(await self._turn(None))
-            if turns[-1].reason in ("interrupted", "client_tools"):
-                return
-        while self.conversation.queue and self.ended is None:
+        while self.conversation.queue and self.ended is None and not self._ends_run(turns):
             if self.conversation.turn >= self.limits.max_turns:
                 turns.append(self._refuse_turn())
                 return
-            text = self.conversation.queue.popleft()
-            result = await self._turn(text)
-            turns.append(result)
-            if result.reason in ("interrupted", "client_tools"):
-                return
+            turns.append(await self._turn(self.conversation.queue.popleft()))
+        if turns and turns[-1].reason == "interrupted":
+            self._drop_queue("interrupted", "the run was interrupted")
+
+    @staticmethod
+    def _ends_run(turns: list[TurnResult]) -> bool:
+        """Ctrl+C returns to the user; a call of a client's tool waits for the caller's result."""
+        return bool(turns) and turns[-1].reason in ("interrupted", "client_tools")
 
     async def _turn(self, text: str | None) -> TurnResult:
         await self._follow_host()
