@@ -5,4 +5,3 @@ Module map: ``main`` (the typer app; command bodies import what they need lazily
 ``interactive`` (the REPL), ``output`` (console and ``--json`` rendering of events), ``testcmd``
 (``runner test``), ``serve_cmd`` (``runner serve``), ``scaffold`` (``runner init``).
 """
-
