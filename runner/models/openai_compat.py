@@ -8,7 +8,9 @@ this module must never import litellm. It is held to the same test suite as ``Li
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -161,6 +163,8 @@ class OpenAICompatModel:
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
                 transport=self._transport,
+                # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
+                verify=_tls_context() if self._url.startswith("https:") else False,
             )
             self._loop = loop
         return self._client
@@ -274,6 +278,16 @@ def _error_fields(error: Any) -> tuple[str, int | None]:
         code = error.get("code")
         return str(message), code if isinstance(code, int) else None
     return str(error), None
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client of the process.
+
+    Building one loads the CA bundle (~20 ms); a new client per runtime (a runtime per ``runner
+    run``, per sub-agent, per reload) would otherwise pay it before its first request, on the loop.
+    """
+    return httpx.create_ssl_context()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

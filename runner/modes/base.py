@@ -98,7 +98,10 @@ class TurnAccess(Protocol):
 
 def without_thinking(reply: Reply, streamed_thinking: str) -> Reply:
     """``reply`` with ``<think>`` text out of its content and into its reasoning (once)."""
-    visible, thinking = split_thinking(reply.content or "")
+    text = reply.content or ""
+    if not streamed_thinking and "<think>" not in text and "</think>" not in text:
+        return reply  # the common case: no think block, nothing to move
+    visible, thinking = split_thinking(text)
     thinking = streamed_thinking or thinking
     reasoning = "\n".join(t for t in (reply.reasoning, thinking) if t) or None
     content = visible if reply.content is not None else None

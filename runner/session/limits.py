@@ -64,12 +64,22 @@ class Budget:
 RepeatVerdict = Literal["ok", "warn", "stop"]
 
 
+def _arguments_key(arguments: dict[str, object]) -> object:
+    """A hashable value equal for equal arguments (flat arguments need no JSON)."""
+    try:
+        key = frozenset((name, type(value), value) for name, value in arguments.items())
+        hash(key)
+    except TypeError:  # lists, objects: their canonical JSON
+        return json.dumps(arguments, sort_keys=True, default=str)
+    return key
+
+
 class RepeatGuard:
     """Counts identical (tool, arguments) calls within a turn: warn at ``max_repeat``, then stop."""
 
     def __init__(self, max_repeat: int) -> None:
         self.max_repeat = max_repeat
-        self.counts: dict[tuple[str, str], int] = {}
+        self.counts: dict[tuple[str, object], int] = {}
 
     def reset(self) -> None:
         """Forget the counts (a new turn begins)."""
@@ -77,7 +87,7 @@ class RepeatGuard:
 
     def observe(self, name: str, arguments: dict[str, object]) -> tuple[RepeatVerdict, int]:
         """Record one call; the verdict and how many times it has now been made."""
-        key = (name, json.dumps(arguments, sort_keys=True, default=str))
+        key = (name, _arguments_key(arguments))
         count = self.counts.get(key, 0) + 1
         self.counts[key] = count
         if count > self.max_repeat:

@@ -16,7 +16,6 @@ Orchestration only: no printing (events go to an ``EventSink``), no provider cod
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import dataclasses
 import logging
@@ -445,34 +444,29 @@ class Session:
         """Run ``work`` so that ``interrupt`` (and ``limits.timeout_s``) can stop it.
 
         Interrupted, it gives ``on_interrupt()`` (None without one); past the session's time budget
-        it raises ``LimitReached``.
+        it raises ``LimitReached``. The work runs in the caller's task (no task per step): an
+        interrupt cancels that task, and the cancellation is taken back here.
         """
-        task = self._running = asyncio.ensure_future(work)
+        task = self._running = asyncio.current_task()
         try:
-            return await self._guarded(task)
+            remaining = self.budget.remaining_s()
+            if remaining is None:
+                return await work
+            try:
+                async with asyncio.timeout(max(remaining, 0.001)):
+                    return await work
+            except TimeoutError:
+                raise LimitReached(
+                    f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
+                ) from None
         except asyncio.CancelledError:
-            if not self._interrupted:
-                task.cancel()  # under a session timeout the work is shielded from our cancellation
+            if not self._interrupted or task is None:
                 raise
             self._interrupted = False
+            task.uncancel()
             return on_interrupt() if on_interrupt is not None else None
         finally:
             self._running = None
-
-    async def _guarded(self, task: asyncio.Future[T]) -> T:
-        remaining = self.budget.remaining_s()
-        if remaining is None:
-            return await task
-        try:
-            async with asyncio.timeout(max(remaining, 0.001)):
-                return await asyncio.shield(task)
-        except TimeoutError:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            raise LimitReached(
-                f"the session ran {self.limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
-            ) from None
 
     def undo(self) -> int:
         """Drop the last turn (from its user input on); how many messages were removed."""

@@ -227,12 +227,12 @@ class Turn:
         if end is not None:
             self._finish_pending(f"Not executed: {end.note}.", reader)
             return end
-        tasks = [
-            started.get(call.id) or asyncio.create_task(self.gate.run(call, calls))
-            for call in reply.tool_calls
-            if call.name not in self._client_names
-        ]
-        outcomes = await gather_in_order(tasks)
+        own = [call for call in reply.tool_calls if call.name not in self._client_names]
+        if len(own) == 1 and not started:
+            outcomes = [await self.gate.run(own[0], calls)]  # one call: no task to run it beside others
+        else:
+            tasks = [started.get(call.id) or asyncio.create_task(self.gate.run(call, calls)) for call in own]
+            outcomes = await gather_in_order(tasks)
         self.pending = [call for call in reply.tool_calls if call.name in self._client_names]
         self._give_results(reader, [o.result for o in outcomes])
         end = decide(o.end for o in outcomes)

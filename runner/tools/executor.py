@@ -98,6 +98,7 @@ AfterHook = Callable[[ToolCallLike, Tool, ToolResult], Awaitable[ToolResult | st
 """Runs after the tool ran (also when it failed, not for refused calls); a string replaces the content."""
 
 _validators: weakref.WeakKeyDictionary[Tool, Draft202012Validator | None] = weakref.WeakKeyDictionary()
+_quick: weakref.WeakKeyDictionary[Tool, QuickCheck | None] = weakref.WeakKeyDictionary()
 
 
 async def execute_calls(
@@ -339,7 +340,78 @@ def _drop_null_optionals(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any
     return {key: value for key, value in arguments.items() if value is not None or key in required}
 
 
+QuickCheck = Callable[[Mapping[str, Any]], bool]
+
+#: JSON types by name, as Python values of parsed JSON (a bool is not an integer or a number).
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+_PLAIN_OBJECT_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "title", "description"}
+)
+_PLAIN_PROPERTY_KEYS = frozenset({"type", "title", "description", "default", "examples"})
+
+
+def quick_check(schema: Mapping[str, Any]) -> QuickCheck | None:
+    """A fast test of arguments against a flat schema (typed properties, ``required``), or None.
+
+    It answers True only when the full validation would find nothing; False means "validate
+    fully" (which then explains what is wrong). Most tools' schemas are this simple, and the full
+    validation costs more than the rest of the call's bookkeeping.
+    """
+    if schema.get("type") != "object" or not set(schema) <= _PLAIN_OBJECT_KEYS:
+        return None
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    required = schema.get("required", [])
+    if not isinstance(properties, dict) or extra not in (True, False) or not isinstance(required, list):
+        return None
+    checks: dict[str, Callable[[Any], bool]] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or not set(prop) <= _PLAIN_PROPERTY_KEYS:
+            return None
+        kind = prop.get("type")
+        if kind is None:
+            checks[name] = lambda v: True
+        elif isinstance(kind, str) and kind in _JSON_TYPES:
+            checks[name] = _JSON_TYPES[kind]
+        else:
+            return None
+    needed = tuple(required)
+
+    def check(arguments: Mapping[str, Any]) -> bool:
+        for name in needed:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            test = checks.get(name)
+            if test is None:
+                if not extra:
+                    return False
+            elif not test(value):
+                return False
+        return True
+
+    return check
+
+
+def _quick_check(tool: Tool) -> QuickCheck | None:
+    if tool in _quick:
+        return _quick[tool]
+    check = _quick[tool] = quick_check(tool.parameters) if _validator(tool) is not None else None
+    return check
+
+
 def _schema_problems(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    quick = _quick_check(tool)
+    if quick is not None and quick(arguments):
+        return None
     validator = _validator(tool)
     if validator is None:
         return None

@@ -170,6 +170,9 @@ class _CallPlan:
     arguments: list[_Argument] = field(default_factory=list)
     injected: dict[str, _Injector] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.is_async = inspect.iscoroutinefunction(self.fn)
+
     async def call(self, arguments: dict[str, Any], ctx: RunContext) -> Any:
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -189,7 +192,7 @@ class _CallPlan:
             kwargs.update((k, v) for k, v in arguments.items() if k not in known and not k.startswith("__"))
         for name, inject in self.injected.items():
             kwargs[name] = inject(ctx)
-        if inspect.iscoroutinefunction(self.fn):
+        if self.is_async:
             result = await self.fn(*args, **kwargs)
         else:
             result = await run_in_thread(self.fn, *args, **kwargs)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from litellm import exceptions as litellm
@@ -144,3 +147,48 @@ async def test_a_non_streaming_call_runs_off_the_loop_and_cancels_at_once() -> N
                 await task
         finally:
             litellm_model._litellm = saved
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_litellm_success_logging_runs_only_when_a_callback_listens(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Nobody listening: no logging payload is built; a user's callback still sees every call."""
+    import litellm as litellm_module
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    built: list[int] = []
+    real = Logging.success_handler
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Logging, "success_handler", counting)
+    server = serve([{"content": "one"}, {"content": "two"}])
+    model = LiteLLMModel("openai/scripted", api_base=server.base_url, api_key="sk-test")
+    request = Request(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
+
+    async def ask() -> None:
+        if stream:
+            async for _ in model.stream(request):
+                pass
+        else:
+            await model.complete(request)
+
+    await ask()
+    await asyncio.sleep(0.2)  # litellm logs on threads of its own
+    assert built == []
+    seen: list[Any] = []
+    monkeypatch.setattr(
+        litellm_module, "success_callback", [lambda kwargs, response, start, end: seen.append(1)]
+    )
+    assert isinstance(litellm_model._quiet(), contextlib.nullcontext)  # someone listens: log as litellm does
+    if stream:
+        return  # litellm calls plain success callbacks for whole answers only
+    await ask()
+    for _ in range(100):
+        if seen:
+            break
+        await asyncio.sleep(0.02)
+    assert seen, "a registered litellm callback must still be called"

@@ -10,6 +10,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.executor import (
@@ -395,3 +397,58 @@ async def test_optional_arguments_sent_as_null_count_as_omitted(ctx: RunContext)
     assert optional.arguments == {"name": "Ada"}
     assert required.is_error
     assert "None is not of type 'string'" in required.content
+
+
+_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.text(max_size=3),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(0, 2), max_size=2),
+)
+
+
+@st.composite
+def _flat_schemas(draw: Any) -> dict[str, Any]:
+    names = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), unique=True, max_size=4))
+    properties = {}
+    for name in names:
+        prop: dict[str, Any] = {"description": "x"} if draw(st.booleans()) else {}
+        if draw(st.booleans()):
+            prop["type"] = draw(st.sampled_from(_TYPES))
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema["required"] = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    if draw(st.booleans()):
+        schema["additionalProperties"] = draw(st.booleans())
+    return schema
+
+
+@given(
+    schema=_flat_schemas(),
+    arguments=st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), _VALUES, max_size=5),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_quick_check_never_passes_what_the_full_validation_rejects(
+    schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    from runner.tools.executor import quick_check
+
+    check = quick_check(schema)
+    assert check is not None  # every flat schema gets one
+    if check(arguments):
+        assert Draft202012Validator(schema).is_valid(arguments), (schema, arguments)
+
+
+def test_schemas_the_quick_check_does_not_cover_get_none() -> None:
+    from runner.tools.executor import quick_check
+
+    assert quick_check({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}) is None
+    assert quick_check({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
+    assert quick_check({"type": "object", "anyOf": [{}]}) is None
+    assert quick_check({"type": "array"}) is None
