@@ -201,6 +201,7 @@ CONTENDERS: dict[str, dict[str, Any]] = {
     },
     "runner (litellm)": {"kind": "runner", "fast_path": False},
     "runner (fast path)": {"kind": "runner", "fast_path": True},
+    "runner (fast path, streaming)": {"kind": "runner", "fast_path": True, "stream": True},
 }
 
 
@@ -216,7 +217,9 @@ def _contender(name: str, base_url: str, agent: Path, calls: int, conn: Any) -> 
             return minimal_loop(base_url, calls), time.perf_counter() - start
         if setup["kind"] == "minimal_async":
             return asyncio.run(minimal_async_loop(base_url, calls)), time.perf_counter() - start
-        return asyncio.run(runner_loop(agent, fast_path=setup["fast_path"]))
+        return asyncio.run(
+            runner_loop(agent, fast_path=setup["fast_path"], stream=setup.get("stream", False))
+        )
 
     once()  # warm-up: imports, connections
     while conn.recv():

@@ -120,15 +120,14 @@ class ResilientModel:
     def _request_for(self, model: Model, request: Request) -> Request:
         return request if model is self.primary else replace(request, model=model.name)
 
-    async def _events(self, model: Model, request: Request) -> AsyncIterator[StreamEvent]:
+    def _events(self, model: Model, request: Request) -> AsyncIterator[StreamEvent]:
         if id(model) not in self._cannot_stream:
-            inner = model.stream(request)
-            try:
-                async for event in inner:
-                    yield event
-            finally:
-                await _close(inner)  # deterministically, so an HTTP stream is released at once
-            return
+            return model.stream(
+                request
+            )  # closed by ``stream``'s finally, so an HTTP stream is released at once
+        return self._completed(model, request)
+
+    async def _completed(self, model: Model, request: Request) -> AsyncIterator[StreamEvent]:
         for event in events_of(await model.complete(request)):
             yield event
 

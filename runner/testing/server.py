@@ -25,9 +25,11 @@ class ScriptedServer:
 
     Each entry is a dict: ``content``, ``reasoning``, ``tool_calls`` (``[{"name", "arguments",
     "id"}]``; ``"id": None`` sends none), ``usage``, ``finish_reason``, ``status`` with ``error``
-    (an error answer in OpenAI's shape), ``delay_s`` (before answering) and ``chunk_delay_s``
-    (between stream chunks); or a callable ``(body) -> dict``. ``script`` itself may be such a
-    callable. ``repeat=True`` cycles the script forever. ``requests`` holds the parsed JSON bodies.
+    (an error answer in OpenAI's shape), ``delay_s`` (before answering), ``chunk_delay_s``
+    (between stream chunks) and ``linger_s`` (how long a stream stays open after ``[DONE]``); or a
+    callable ``(body) -> dict``. ``script`` itself may be such a callable. ``repeat=True`` cycles the
+    script forever. ``requests`` holds the parsed JSON bodies, ``peers`` the client address of each
+    (one address for many requests: the client reused its connection).
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class ScriptedServer:
     ) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # the headers of each request in ``requests``
+        self.peers: list[tuple[str, int]] = []  # the client address of each request
         self.unexpected = 0
         self.call_ids = itertools.count(1)  # unscripted tool-call ids are unique across requests
         self.model = model
@@ -167,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send_error(400, f"invalid JSON body: {exc}")
             return
+        self.server.scripted.peers.append(self.client_address[:2])
         step = self.server.scripted.next_step(body, dict(self.headers.items()))
         if step.get("delay_s"):
             time.sleep(float(step["delay_s"]))
@@ -202,6 +206,11 @@ class _Handler(BaseHTTPRequestHandler):
             for frame in frames:
                 self.wfile.write(_http_chunk(frame))
                 time.sleep(delay)
+            self.wfile.write(b"0\r\n\r\n")
+        elif step.get("linger_s"):
+            self.wfile.write(b"".join(_http_chunk(frame) for frame in frames))
+            self.wfile.flush()
+            time.sleep(float(step["linger_s"]))
             self.wfile.write(b"0\r\n\r\n")
         else:
             self.wfile.write(b"".join(_http_chunk(frame) for frame in frames) + b"0\r\n\r\n")

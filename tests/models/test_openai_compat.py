@@ -116,3 +116,24 @@ def test_one_model_object_works_across_event_loops() -> None:
         first = asyncio.run(model.complete(REQUEST))
         second = asyncio.run(model.complete(REQUEST))
     assert (first.content, second.content) == ("one", "two")
+
+
+async def test_streams_read_to_their_end_reuse_one_connection() -> None:
+    with ScriptedServer([{"content": "one"}, {"content": "two"}, {"content": "three"}]) as server:
+        model = OpenAICompatModel("openai/scripted", api_base=server.base_url)
+        for _ in range(3):
+            events = [event async for event in model.stream(REQUEST)]
+            assert isinstance(events[-1], Completed)
+        await model.aclose()
+    assert len(server.peers) == 3 and len(set(server.peers)) == 1  # one connection for the three
+
+
+async def test_a_stream_held_open_after_done_still_ends() -> None:
+    with ScriptedServer([{"content": "late end", "linger_s": 5.0}, {"content": "next"}]) as server:
+        model = OpenAICompatModel("openai/scripted", api_base=server.base_url)
+        events = [event async for event in model.stream(REQUEST)]
+        assert events[-1].reply.content == "late end"  # type: ignore[union-attr]
+        again = [event async for event in model.stream(REQUEST)]  # on a new connection
+        assert again[-1].reply.content == "next"  # type: ignore[union-attr]
+        await model.aclose()
+    assert len(set(server.peers)) == 2
