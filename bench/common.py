@@ -33,19 +33,23 @@ def report(
     floor: str,
     target: float,
     ratios: dict[str, float] | None = None,
+    judged: Sequence[str] | None = None,
 ) -> bool:
-    """Print medians and ratios to the floor; True when every ratio is within ``target``.
+    """Print medians and ratios to the floor; True when every judged ratio is within ``target``.
 
     ``ratios``, when given, are the medians of per-round ratios (each contender over the floor's run
     of the same round); they replace the ratio of the medians, which drift between rounds disturbs more.
+    ``judged`` names the contenders the target applies to (default: all but the floor); the others
+    are shown for reference.
     """
     print(f"## {title}")
     base = medians[floor]
     ok = True
     for name, value in medians.items():
         ratio = ratios[name] if ratios is not None else value / base
-        mark = "" if name == floor else ("  ok" if ratio <= target else f"  OVER {target}x")
-        ok = ok and (name == floor or ratio <= target)
+        counts = name != floor and (judged is None or name in judged)
+        mark = ("  ok" if ratio <= target else f"  OVER {target}x") if counts else ""
+        ok = ok and (not counts or ratio <= target)
         print(f"{name:<46} {value * 1000:8.1f} ms  {ratio:5.2f}x{mark}")
     return ok
 

@@ -6,7 +6,10 @@ same number of streamed requests (64 x 5) sent straight to it by 8, 16, 32 and 6
 clients. Its capacity is the best of those rates: the stdlib threaded server loses throughput as
 concurrency grows (its threads contend for the GIL), so its 64-client rate alone is no ceiling.
 Reported: errors (must be 0), throughput in model calls per second and its ratio to that
-capacity (and to the 64-client rate), and the p50/p99 time to the first byte of the streams.
+capacity (and to the 64-client rate), the p50/p99 time to the first byte of the streams against
+the scripted server's own first-byte time with as many clients arriving at once (target: p50
+within 1.2x), and how many MCP stdio server processes the agent's ``mcp:`` source started over
+every request of the run (target: one, for the runtime, not one per request).
 
 Three processes, so that none shares a GIL with another: the scripted server, the real
 ``runner serve`` command (transcripts on, as by default), and this one with the clients.
@@ -76,16 +79,24 @@ def _answer_ok(data: bytes, steps: int) -> bool:
     )
 
 
-async def floor_run(base_url: str, clients: int, each: int) -> float:
-    """Seconds for ``clients`` clients to send ``each`` streamed requests each straight to the server."""
+async def floor_run(base_url: str, clients: int, each: int, ttfb: list[float] | None = None) -> float:
+    """Seconds for ``clients`` clients to send ``each`` streamed requests each straight to the server.
+
+    ``ttfb`` gets the time to the first byte of each client's first request (all arrive at once).
+    """
     body = {"model": "scripted", "messages": [{"role": "user", "content": "go"}], "stream": True}
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
 
         async def session() -> None:
-            for _ in range(each):
+            for number in range(each):
+                sent = time.perf_counter()
                 async with client.stream("POST", base_url + "/chat/completions", json=body) as response:
-                    data = await response.aread()
+                    data = b""
+                    async for chunk in response.aiter_raw():
+                        if not data and ttfb is not None and number == 0:
+                            ttfb.append(time.perf_counter() - sent)
+                        data += chunk
                     if response.status_code != 200 or not data.endswith(b"data: [DONE]\n\n"):
                         raise RuntimeError(
                             f"scripted server answered {response.status_code}: {data[-200:]!r}"
@@ -122,13 +133,20 @@ async def runner_run(base_url: str, sessions: int, steps: int) -> tuple[float, l
 
 
 def start_runner(folder: Path, base_url: str) -> tuple[subprocess.Popen[str], str]:
-    """``runner serve`` on a free port; the process and its base URL."""
+    """``runner serve`` on a free port; the process and its base URL.
+
+    The agent has an MCP stdio source besides its Python tool (PyPI's ``mcp-server-time``): the
+    server must start it once for the agent's runtime, not once per request.
+    """
     (folder / "bench_serve_tools.py").write_text(TOOLS)
+    time_server = Path(sys.executable).parent / "mcp-server-time"
     (folder / "bench.yaml").write_text(
         "version: 1\nname: bench\n"
         f"model:\n  id: openai/scripted\n  api_base: {base_url}\n  api_key: ${{BENCH_KEY:-sk-bench}}\n"
         "  retries: 0\nprompts:\n  system: You add.\n"
-        "tools:\n  - python: bench_serve_tools\nlimits:\n  max_steps: 50\n"
+        "tools:\n  - python: bench_serve_tools\n"
+        f"  - mcp: {{command: {time_server}}}\n    id: clock\n"
+        "limits:\n  max_steps: 50\n"
     )
     env = {**os.environ, "RUNNER_HOME": str(folder / "home")}
     env.pop("RUNNER_SERVE_API_KEYS", None)
@@ -165,6 +183,23 @@ def start_scripted(steps: int) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
+def mcp_processes(parent: int) -> int:
+    """How many ``mcp-server-time`` processes ``parent`` has started and still runs."""
+    found = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"mcp-server-time" in cmdline:
+            found += 1
+    return found
+
+
 def serve_scripted(steps: int) -> int:
     """``--serve-scripted``: print the base URL, answer until standard input closes."""
     with ScriptedServer(stepping(steps)) as server:
@@ -189,7 +224,9 @@ def main(argv: list[str]) -> int:
     floors: dict[int, list[float]] = {n: [] for n in levels}
     totals: list[float] = []
     ttfbs: list[float] = []
+    floor_ttfbs: list[float] = []
     errors = 0
+    mcp_started = 0
     scripted, scripted_url = start_scripted(steps)
     with tempfile.TemporaryDirectory() as tmp:
         process, runner_url = start_runner(Path(tmp), scripted_url)
@@ -198,11 +235,13 @@ def main(argv: list[str]) -> int:
             asyncio.run(floor_run(scripted_url, 4, steps))
             for _ in range(args.runs):
                 for n in levels:  # the same number of requests, from n clients
-                    floors[n].append(asyncio.run(floor_run(scripted_url, n, calls // n)))
+                    first = floor_ttfbs if n == sessions else None
+                    floors[n].append(asyncio.run(floor_run(scripted_url, n, calls // n, first)))
                 total, ttfb, failed = asyncio.run(runner_run(runner_url, sessions, steps))
                 totals.append(total)
                 ttfbs.extend(ttfb)
                 errors += failed
+            mcp_started = mcp_processes(process.pid)
         finally:
             process.terminate()
             process.wait(timeout=15)
@@ -212,6 +251,8 @@ def main(argv: list[str]) -> int:
     total = statistics.median(totals)
     runner_rate = calls / total
     p50, p99 = percentile(ttfbs, 0.5) * 1000, percentile(ttfbs, 0.99) * 1000
+    floor_p50 = percentile(floor_ttfbs, 0.5) * 1000
+    ttfb_ratio = p50 / floor_p50
     lines = [
         f"## runner serve: {sessions} concurrent streaming sessions x {steps} steps (median of {args.runs})"
     ]
@@ -221,10 +262,14 @@ def main(argv: list[str]) -> int:
         f"throughput ratio               {runner_rate / rates[best]:7.2f} of the scripted server's capacity",
         f"                               {runner_rate / rates[sessions]:7.2f} of its {sessions}-client rate",
         f"time to first byte             p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(ttfbs)} streams)",
+        f"  scripted server alone        p50 {floor_p50:.0f} ms with {sessions} clients at once: "
+        f"{ttfb_ratio:.2f}x {'ok' if ttfb_ratio <= 1.2 else 'OVER 1.2x'}",
+        f"MCP stdio servers started      {mcp_started} for {sessions * args.runs + 4} requests "
+        f"{'ok' if mcp_started == 1 else 'NOT ONE PER RUNTIME'}",
         f"errors                         {errors} of {sessions * args.runs} sessions",
     ]
     print("\n".join(lines))
-    return 0 if errors == 0 else 1
+    return 0 if errors == 0 and mcp_started == 1 and ttfb_ratio <= 1.2 else 1
 
 
 if __name__ == "__main__":
