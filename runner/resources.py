@@ -11,6 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+__all__ = ["data_dir", "load_schema", "packaged_agents_dir", "schema_path", "schema_text"]
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

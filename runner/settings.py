@@ -12,6 +12,8 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+__all__ = ["Settings", "load_settings"]
+
 
 class Settings(BaseSettings):
     """Settings read from ``RUNNER_<NAME>`` variables, then ``./.env``, then the defaults."""

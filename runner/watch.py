@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from runner.session import Session
 from runner.errors import ConfigError
 
+__all__ = ["DEBOUNCE_MS", "watch_files", "watch_session", "watched_files"]
+
 #: Saves closer together than this are one change (editors write files in several steps).
 DEBOUNCE_MS = 80
 

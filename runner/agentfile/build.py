@@ -22,6 +22,8 @@ from runner.agentfile.config import (
 )
 from runner.agentfile.yamlsrc import Document, PathKey
 
+__all__ = ["build_agent", "build_model", "origin_dir"]
+
 _LIMIT_FIELDS = set(LimitsConfig.__dataclass_fields__)
 
 

@@ -15,6 +15,8 @@ from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError
 
+__all__ = ["SELECTOR_NAMES", "semantic_errors"]
+
 #: What the prompt mode's selector template sees besides the usual names (runner.modes.prompt).
 SELECTOR_NAMES = frozenset({"tools_json", "history"})
 

@@ -11,6 +11,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+__all__ = [
+    "BUILTIN_TOOLSETS",
+    "HOOK_EVENTS",
+    "HOOK_EVENT_RULES",
+    "HOOK_KINDS",
+    "MESSAGE_EVENTS",
+    "SOURCE_KINDS",
+    "AgentConfig",
+    "ExpectConfig",
+    "FunctionCalling",
+    "HookConfig",
+    "HookEventRules",
+    "HookKind",
+    "LimitsConfig",
+    "McpServerConfig",
+    "ModelConfig",
+    "PermissionsConfig",
+    "PromptsConfig",
+    "SelectorConfig",
+    "SourceKind",
+    "TemplateSource",
+    "TestCaseConfig",
+    "ToolFormat",
+    "ToolSourceConfig",
+]
+
 FunctionCalling = Literal["auto", "native", "prompt", "inline"]
 ToolFormat = Literal["xml", "markdown"]
 SourceKind = Literal["python", "openapi", "mcp", "builtin", "agent"]

@@ -20,6 +20,17 @@ from runner.agentfile.yamlsrc import Document, PathKey, error_at
 from runner.errors import ConfigError, ConfigErrors
 from runner.resources import packaged_agents_dir
 
+__all__ = [
+    "AGENT_SUFFIXES",
+    "AgentFile",
+    "check_file",
+    "config_from_file",
+    "find_agent",
+    "inspect_file",
+    "load_agent",
+    "load_file",
+]
+
 AGENT_SUFFIXES = (".yaml", ".yml")
 
 

@@ -10,6 +10,8 @@ from types import ModuleType
 
 from runner.errors import ConfigError
 
+__all__ = ["import_module", "resolve_callable"]
+
 
 def _stale(module: ModuleType, base_dir: Path, name: str) -> bool:
     """A cached module of the same name that lives elsewhere than ``base_dir`` would shadow ours."""

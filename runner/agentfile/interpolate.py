@@ -18,6 +18,8 @@ import yaml
 
 from runner.errors import ConfigError
 
+__all__ = ["Interpolator", "PathKey", "is_secret_name", "retype"]
+
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")

@@ -15,6 +15,8 @@ from typing import Any
 from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, load_document
 from runner.errors import ConfigError, ConfigErrors
 
+__all__ = ["MAX_EXTENDS_DEPTH", "Explained", "explain", "resolve"]
+
 MAX_EXTENDS_DEPTH = 16
 
 

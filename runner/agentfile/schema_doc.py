@@ -18,6 +18,8 @@ from typing import Any
 
 from runner.resources import load_schema
 
+__all__ = ["Schema", "main", "render_markdown"]
+
 Schema = dict[str, Any]
 
 _REF_PREFIX = "#/$defs/"

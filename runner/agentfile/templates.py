@@ -21,6 +21,16 @@ from jinja2.sandbox import SandboxedEnvironment
 from runner.agentfile.config import TemplateSource
 from runner.errors import ConfigError
 
+__all__ = [
+    "BUILTIN_NAMES",
+    "HOOK_EVENT_NAMES",
+    "TemplateEngine",
+    "format_time",
+    "frozen_clock",
+    "now",
+    "template_context",
+]
+
 BUILTIN_NAMES = frozenset({"input", "vars", "tools", "agent", "now"})
 #: The fields of a hook event (SPEC section 6), which a ``message:`` hook's template also sees.
 HOOK_EVENT_NAMES = frozenset(

@@ -18,6 +18,8 @@ from runner.agentfile.yamlsrc import PathKey, SourceMap, error_at
 from runner.errors import ConfigError
 from runner.resources import load_schema
 
+__all__ = ["schema_errors", "sort_errors", "suggest"]
+
 _TYPE_NAMES = {
     "object": "a mapping",
     "array": "a list",

@@ -20,6 +20,21 @@ import yaml
 from runner.agentfile.interpolate import Interpolator
 from runner.errors import ConfigError, ConfigErrors
 
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "Document",
+    "NodeInfo",
+    "PathKey",
+    "SourceMap",
+    "compose",
+    "error_at",
+    "format_path",
+    "load_document",
+    "read_text",
+]
+
 PathKey = tuple[str | int, ...]
 
 #: Refuse documents whose alias expansion would produce more nodes than this.

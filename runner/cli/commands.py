@@ -15,6 +15,16 @@ from runner.agentfile.loader import explain as explain_values
 from runner.cli.main import display_path, echo_error
 from runner.errors import ConfigError
 
+__all__ = [
+    "SKIPPED_DIRS",
+    "run_agent",
+    "run_render",
+    "run_sessions",
+    "run_tools",
+    "run_validate",
+    "runtime_settings",
+]
+
 #: Folders a directory argument never searches (environments, dependencies, caches).
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 

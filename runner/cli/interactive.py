@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from runner.cli.run import SessionThread
     from runner.session import Session
 
+__all__ = ["HELP", "Repl"]
+
 T = TypeVar("T")
 
 HELP = """\

@@ -18,6 +18,27 @@ import typer
 from runner import __version__
 from runner.errors import ConfigError, ConfigErrors, RunnerError
 
+__all__ = [
+    "VarOption",
+    "app",
+    "debug_enabled",
+    "display_path",
+    "echo_error",
+    "handles_errors",
+    "init",
+    "main",
+    "parse_vars",
+    "render",
+    "resume",
+    "run",
+    "schema",
+    "serve",
+    "sessions",
+    "test_command",
+    "tools",
+    "validate",
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 app = typer.Typer(

@@ -20,6 +20,8 @@ from runner.session.events import (
     UsageUpdate,
 )
 
+__all__ = ["ConsoleOutput", "JsonOutput", "usage_line"]
+
 
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())

@@ -23,6 +23,8 @@ from runner.session.gate import ConfirmAnswer
 from runner.store.transcript import Transcript
 from runner.tools.base import Tool
 
+__all__ = ["RunRequest", "SessionThread", "execute", "make_confirm", "run_inputs", "wait_interruptibly"]
+
 T = TypeVar("T")
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from runner.errors import ConfigError
 
+__all__ = ["AGENT_TEMPLATE", "TEST_TEMPLATE", "TOOLS_TEMPLATE", "scaffold"]
+
 AGENT_TEMPLATE = """\
 # yaml-language-server: $schema=https://runner.dev/schemas/agent.schema.json
 # Format reference: `runner schema`, or docs/format.md in the runner repository.

@@ -10,6 +10,8 @@ import typer
 
 from runner.errors import ConfigError, RunnerError
 
+__all__ = ["GRACEFUL_SHUTDOWN_S", "run_serve"]
+
 #: How long a stopping server lets streams and runs finish before closing them.
 GRACEFUL_SHUTDOWN_S = 5
 

@@ -24,6 +24,8 @@ from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent
 
+__all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests"]
+
 
 @dataclass
 class CaseOutcome:

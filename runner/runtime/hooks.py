@@ -25,6 +25,16 @@ from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
 from runner.tools.threads import run_in_thread
 
+__all__ = [
+    "ChainOutcome",
+    "HookChains",
+    "HookEvent",
+    "HookFailed",
+    "HookReporter",
+    "HookResult",
+    "ignored_fields",
+]
+
 
 @dataclass
 class HookEvent:

@@ -12,6 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Compressed",
+    "compress",
+    "estimate_tokens",
+    "message_chars",
+    "placeholder",
+    "step_starts",
+]
+
 #: A rough, provider-independent estimate: about four characters per token.
 CHARS_PER_TOKEN = 4
 

@@ -9,6 +9,20 @@ from typing import Any, Literal
 from runner.models.base import Usage
 from runner.tools.base import ToolResult
 
+__all__ = [
+    "AssistantMessage",
+    "EventSink",
+    "LoopEvent",
+    "Note",
+    "ReasoningChunk",
+    "StepStarted",
+    "TextChunk",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnEnded",
+    "UsageUpdate",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class TextChunk:

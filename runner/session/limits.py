@@ -11,6 +11,8 @@ from runner.agentfile.config import LimitsConfig
 from runner.errors import LimitReached
 from runner.models.base import Usage
 
+__all__ = ["Budget", "RepeatGuard", "RepeatVerdict"]
+
 
 @dataclass
 class Budget:

@@ -19,6 +19,19 @@ from typing import IO, Any
 from runner.errors import RunnerError
 from runner.store.transcript import Redactor, now_iso
 
+__all__ = [
+    "FORMAT",
+    "Cassette",
+    "CassetteError",
+    "CassetteWriter",
+    "Interaction",
+    "canonical",
+    "normalize_request",
+    "read_cassette",
+    "readable_diff",
+    "request_hash",
+]
+
 FORMAT = 1
 
 

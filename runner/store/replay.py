@@ -37,6 +37,8 @@ from runner.store.cassette import (
 )
 from runner.store.transcript import Redactor
 
+__all__ = ["RecordingModel", "ReplayModel", "reply_from_dict", "reply_to_dict"]
+
 
 def reply_to_dict(reply: Reply) -> dict[str, Any]:
     """A reply as stored in a cassette."""

@@ -27,6 +27,23 @@ from typing import IO, Any
 from runner import __version__
 from runner.errors import RunnerError
 
+__all__ = [
+    "MESSAGE_KEYS",
+    "REDACTED",
+    "Redactor",
+    "Transcript",
+    "TranscriptWriter",
+    "file_sha256",
+    "find_transcript",
+    "git_signature",
+    "git_state",
+    "list_transcripts",
+    "new_session_id",
+    "now_iso",
+    "read_transcript",
+    "sessions_dir",
+]
+
 REDACTED = "***"
 
 

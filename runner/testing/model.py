@@ -21,6 +21,8 @@ from runner.models.base import (
     Usage,
 )
 
+__all__ = ["ScriptedModel", "Step", "pieces", "text", "tool_call", "tool_calls"]
+
 Step = Reply | str | BaseException | Callable[[Request], "Reply | str"]
 
 _ids = itertools.count(1)

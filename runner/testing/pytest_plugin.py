@@ -24,6 +24,8 @@ import pytest
 from runner.testing.model import ScriptedModel
 from runner.testing.server import ScriptedServer
 
+__all__ = ["no_network", "pytest_addoption", "run_agent", "scripted_model", "scripted_server"]
+
 _real_connect = socket.socket.connect
 
 

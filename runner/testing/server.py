@@ -16,6 +16,8 @@ from typing import Any
 
 from runner.testing.model import pieces
 
+__all__ = ["ScriptedServer", "ServerStep", "main"]
+
 ServerStep = Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
 _ERROR_TYPES = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
 

@@ -12,6 +12,8 @@ from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError
 from runner.tools.sources import LoadedSource, SourceContext
 
+__all__ = ["load_source"]
+
 
 async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """One tool that runs the named agent as a nested session per call."""
