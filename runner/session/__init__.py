@@ -3,7 +3,8 @@
 Module map:
 
 - ``session``: ``Session`` and ``Session.run`` (the session level: session_start, turns until the
-  queue is empty, max_turns, session_end on close), ``RunOptions``, ``RunResult``.
+  queue is empty, max_turns, session_end on close).
+- ``options``: ``RunOptions`` (what a session is told) and ``RunResult`` (what a run did).
 - ``turn``: one turn and its steps (generate, eager tool start, results), ``TurnResult``.
 - ``decisions``: ``EndTurn`` and the precedence that picks one when several meet.
 - ``gate``: the checks every tool call passes, through a narrow interface.
@@ -19,7 +20,8 @@ from __future__ import annotations
 from runner.session.decisions import EndTurn, StopReason
 from runner.session.events import LoopEvent
 from runner.session.opening import open_runtime, runtime_host
-from runner.session.session import RunOptions, RunResult, Session, current_session
+from runner.session.options import RunOptions, RunResult
+from runner.session.session import Session, current_session
 from runner.session.turn import TurnResult
 
 __all__ = [

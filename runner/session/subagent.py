@@ -24,7 +24,8 @@ from runner.errors import ConfigError, ToolError
 from runner.runtime.runtime import AgentRuntime, AgentToolFactory, build_runtime
 from runner.runtime.settings import RuntimeSettings
 from runner.session.events import LoopEvent, Note, ToolFinished, ToolStarted
-from runner.session.session import RunOptions, Session, current_session
+from runner.session.options import RunOptions
+from runner.session.session import Session, current_session
 from runner.tools.base import RunContext, Tool
 
 __all__ = ["INPUT_SCHEMA", "MAX_DEPTH", "agent_tool_factory"]

@@ -12,7 +12,7 @@ from runner.agentfile.config import AgentConfig, LimitsConfig, ModelConfig
 from runner.serve.details import ToolBlock, render_details, split_content
 from runner.serve.history import UNANSWERED, parse_conversation
 from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
-from runner.session.session import lowered_limits
+from runner.session.options import lowered_limits
 
 TRICKY = ToolBlock(
     "call_<1>", 'na"me', '{"q": "<b> & \\"x\\" \'y\'", "n": "é"}', "line one\n<tag a=\"1\"> & 'two' é"

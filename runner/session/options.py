@@ -1,0 +1,99 @@
+"""What a session is told (``RunOptions``) and what a run gives back (``RunResult``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.agentfile.config import LimitsConfig
+from runner.errors import LimitReached
+from runner.models.base import ToolCall, Usage
+from runner.session.decisions import LIMIT_REASONS
+from runner.session.gate import ConfirmFn
+from runner.session.turn import TurnResult
+
+__all__ = ["RunOptions", "RunResult", "lowered_limits"]
+
+
+@dataclass
+class RunOptions:
+    """How this session differs from the agent file (CLI flags, request parameters, a parent's caps)."""
+
+    variables: dict[str, Any] = field(default_factory=dict)
+    stream: bool | None = None
+    assume_yes: bool = False
+    confirm: ConfirmFn | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    #: Tools the caller runs itself (OpenAI tool definitions, sent after the agent's own): a reply
+    #: that calls one ends the turn with reason "client_tools", its calls left for the caller.
+    client_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: Limits that may only lower the agent's own (``runner serve`` requests, sub-agents).
+    limits: dict[str, Any] = field(default_factory=dict)
+    #: Write a transcript (None: as the runtime's settings say).
+    transcript: bool | None = None
+
+
+@dataclass
+class RunResult:
+    """What one ``Session.run`` did: its turns and why it stopped."""
+
+    turns: list[TurnResult]
+    session_id: str
+    usage: Usage = field(default_factory=Usage)
+    #: Queued messages dropped because a limit (``max_queue``, ``max_turns``) left no room for them.
+    dropped: int = 0
+    #: Why ``session_start`` ended the session, when it did.
+    ended: str | None = None
+
+    @property
+    def output(self) -> str:
+        """The answer of the last turn ("" when none ran)."""
+        return self.turns[-1].output if self.turns else ""
+
+    @property
+    def reason(self) -> str:
+        """Why the run stopped: the last turn's reason; "hook" when ``session_start`` ended it."""
+        if self.ended is not None:
+            return "hook"
+        return self.turns[-1].reason if self.turns else "done"
+
+    @property
+    def steps(self) -> int:
+        """Steps over all turns."""
+        return sum(t.steps for t in self.turns)
+
+    @property
+    def limit(self) -> LimitReached | None:
+        """The limit that ended a turn, if one did."""
+        return next((t.limit for t in reversed(self.turns) if t.limit is not None), None)
+
+    @property
+    def client_calls(self) -> list[ToolCall]:
+        """Calls of client tools waiting for the caller's results (reason "client_tools")."""
+        return self.turns[-1].client_calls if self.turns else []
+
+    def exit_code(self, *, interactive: bool = False) -> int:
+        """0 done, 3 a limit ended a turn or dropped queued input, 130 interrupted (0 interactively)."""
+        code = 3 if self.dropped else 0
+        for turn in self.turns:
+            if turn.reason == "interrupted":
+                code = max(code, 0 if interactive else 130)
+            elif turn.reason in LIMIT_REASONS:
+                code = max(code, 3)
+        return code
+
+
+def lowered_limits(limits: LimitsConfig, lower: Mapping[str, Any]) -> LimitsConfig:
+    """``limits`` with each of ``lower`` applied where it is lower (None in ``limits``: no limit)."""
+    if not lower:
+        return limits
+    changes: dict[str, Any] = {}
+    for key, value in lower.items():
+        if value is None:
+            continue
+        current = getattr(limits, key)
+        lowered = value if current is None else min(current, value)
+        changes[key] = lowered if key in ("timeout_s", "max_cost_usd") else int(lowered)
+    return dataclasses.replace(limits, **changes)
