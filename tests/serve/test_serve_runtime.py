@@ -77,3 +77,34 @@ def test_messages_a_hook_queues_run_within_the_same_request(
     assert len(server.requests) == 2
     assert server.requests[1]["messages"][-1] == {"role": "user", "content": "Review your answer."}
     assert "dropped a queued message from turn_post hook" in content  # the third, over max_turns, is said
+
+
+def test_a_tool_source_that_fails_to_reopen_on_reload_keeps_the_old_runtime(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    import time
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["role"] == "user":
+            return {"tool_calls": [{"name": "version", "arguments": {}}]}
+        return {"content": f"tool said {body['messages'][-1]['content']}"}
+
+    server = scripted(reply)
+    tools = 'def version() -> str:\n    """Which version runs."""\n    return "v1"\n'
+    agent_files.write("sturdy", server, "prompts:\n  system: Steady.", tools=tools)
+    lines: list[str] = []
+    served = serve_app([agent_files.root], watch=True, report=lines.append)
+    client = served.openai()
+    first = client.chat.completions.create(model="sturdy", messages=[{"role": "user", "content": "v?"}])
+    assert (first.choices[0].message.content or "").endswith("tool said v1")  # the runtime is built
+    time.sleep(0.3)  # let the watcher start before the edit
+    module = next(agent_files.root.glob("serve_tools_*.py"))
+    module.write_text("raise RuntimeError('half-saved file')\n", encoding="utf-8")
+    deadline = time.monotonic() + 10
+    while not any("half-saved file" in line for line in lines):
+        assert time.monotonic() < deadline, f"no error line: {lines}"
+        time.sleep(0.02)
+    failures = [line for line in lines if "half-saved file" in line]
+    assert len(failures) == 1 and "keeping the last good config" in failures[0]
+    again = client.chat.completions.create(model="sturdy", messages=[{"role": "user", "content": "v?"}])
+    assert (again.choices[0].message.content or "").endswith("tool said v1")  # the old runtime answers

@@ -541,3 +541,28 @@ async def test_a_command_hooks_json_messages_outside_message_events_are_reported
     run = await drive(spec, [tool_call("add", a=1, b=2), text("3")], "add")
     [warning] = [n.text for n in run.notes() if n.level == "warning"]
     assert warning.startswith("tool_post hook ") and "returned messages" in warning
+
+
+async def test_a_turn_post_stop_ends_the_run_and_drops_what_was_queued(agent, drive):
+    spec = agent(hooks_yaml(turn_post=["python: $HOOKS:stop"]), tools=TOOLS, hooks=HOOKS)
+    outcome = {}
+
+    async def both(session):
+        outcome["result"] = await session.run(["first", "second"])
+
+    run = await drive(spec, [text("one")], during=both)
+    # HOOK_EVENT_RULES: stop at turn_post ends the run of queued inputs; nothing waits silently
+    assert [t.output for t in outcome["result"].turns] == ["one"]
+    assert len(run.requests) == 1
+    assert list(run.session.queue) == []
+    drops = run.transcript_events("queue_drop")
+    assert [(d["data"]["reason"], d["data"]["count"]) for d in drops] == [("hook", 1)]
+    assert any("stopped the run" in n.text and n.level == "warning" for n in run.notes())
+
+
+async def test_a_stop_at_session_end_is_reported_as_ignored(agent, drive):
+    spec = agent(hooks_yaml(session_end=["python: $HOOKS:stop"]), tools=TOOLS, hooks=HOOKS)
+    run = await drive(spec, [text("ok")], "hi")
+    [event] = run.transcript_events("hook")
+    assert event["data"]["hook_event"] == "session_end" and event["data"]["ignored"] == ["stop"]
+    assert any("session_end hooks cannot use" in n.text for n in run.notes())
