@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -89,19 +87,9 @@ def cli(tmp_path: Path, path_kind: str) -> Cli:
 
 
 @pytest.fixture
-def serve() -> Iterator[Any]:
-    """``serve(script, repeat=False)`` starts a ScriptedServer; all are closed at the end."""
-    servers: list[ScriptedServer] = []
-
-    def start(script: Sequence[Any], **options: Any) -> ScriptedServer:
-        server = ScriptedServer(script, **options)
-        server.__enter__()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
+def serve(scripted_server: Callable[..., ScriptedServer]) -> Callable[..., ScriptedServer]:
+    """``serve(script, repeat=False)``: a ScriptedServer, closed at the end (the plugin's fixture)."""
+    return scripted_server
 
 
 def write_agent(folder: Path, body: str, *, tools: str | None = None, name: str = "agent.yaml") -> Path:

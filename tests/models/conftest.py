@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -18,18 +17,9 @@ PATHS = ("litellm", "openai_compat")
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    """Start scripted servers on 127.0.0.1; all are closed after the test."""
-    servers: list[ScriptedServer] = []
-
-    def start(script: Sequence[Any] | Callable[[dict[str, Any]], Any], **options: Any) -> ScriptedServer:
-        server = ScriptedServer(script, **options)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+def serve(scripted_server: Callable[..., ScriptedServer]) -> Callable[..., ScriptedServer]:
+    """Scripted servers on 127.0.0.1, closed after the test (the plugin's ``scripted_server``)."""
+    return scripted_server
 
 
 @pytest.fixture(params=PATHS)

@@ -414,18 +414,9 @@ class AgentFiles:
 
 
 @pytest.fixture
-def scripted() -> Iterator[Callable[..., ScriptedServer]]:
-    """Start scripted model servers on loopback; all are closed after the test."""
-    servers: list[ScriptedServer] = []
-
-    def start(script: Any, **options: Any) -> ScriptedServer:
-        server = ScriptedServer(script, **options)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+def scripted(scripted_server: Callable[..., ScriptedServer]) -> Callable[..., ScriptedServer]:
+    """Scripted model servers on loopback, closed after the test (the plugin's fixture)."""
+    return scripted_server
 
 
 @pytest.fixture
