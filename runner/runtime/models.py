@@ -21,7 +21,14 @@ from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import Redactor, file_sha256, git_state
 
-__all__ = ["ModelChoice", "capabilities", "choose_model", "live_model", "resolve_model_config"]
+__all__ = [
+    "BorrowedModel",
+    "ModelChoice",
+    "capabilities",
+    "choose_model",
+    "live_model",
+    "resolve_model_config",
+]
 
 Warn = Callable[[str], None]
 
@@ -114,6 +121,38 @@ def _replaying(
         on_warning=warn or (lambda text: None),
     )
     return ModelChoice(model, clock)
+
+
+class BorrowedModel:
+    """Another runtime's model, used but not owned: closing it is its owner's business.
+
+    A sub-agent recording or replaying a cassette talks to its parent's model, so that one cassette
+    holds every call of the run, in order.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    @property
+    def name(self) -> str:
+        """The borrowed model's id."""
+        return self.model.name
+
+    @property
+    def supports_tools(self) -> bool | None:
+        """Whether the borrowed model takes native tool calls."""
+        return self.model.supports_tools
+
+    def stream(self, request: Any) -> Any:
+        """Stream from the borrowed model."""
+        return self.model.stream(request)
+
+    async def complete(self, request: Any) -> Any:
+        """Complete with the borrowed model."""
+        return await self.model.complete(request)
+
+    async def aclose(self) -> None:
+        """Nothing: the owner closes it."""
 
 
 @dataclass(frozen=True)

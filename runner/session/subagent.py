@@ -21,6 +21,7 @@ from typing import Any
 from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
+from runner.runtime.models import BorrowedModel
 from runner.runtime.runtime import AgentRuntime, AgentToolFactory, build_runtime
 from runner.runtime.settings import RuntimeSettings
 from runner.session.events import LoopEvent, Note, ToolFinished, ToolStarted
@@ -72,11 +73,15 @@ class _ChildRuntime:
         self._runtime: AgentRuntime | None = None
         self._lock = asyncio.Lock()
 
-    async def get(self) -> AgentRuntime:
+    async def get(self, parent: Session | None) -> AgentRuntime:
         async with self._lock:
             if self._runtime is None:
+                model = None
+                if parent is not None and (self.settings.record or self.settings.replay):
+                    # One cassette holds the whole run: the child's calls go to the parent's model.
+                    model = BorrowedModel(parent.model)
                 self._runtime = await build_runtime(
-                    self.config, self.settings, agent_tools=agent_tool_factory(self.settings)
+                    self.config, self.settings, model=model, agent_tools=agent_tool_factory(self.settings)
                 )
             return self._runtime
 
@@ -130,7 +135,7 @@ async def _run_child(child: _ChildRuntime, text: str) -> str:
     token = _depth.set(depth + 1)
     cwd = os.getcwd()
     try:
-        runtime = await child.get()
+        runtime = await child.get(parent)
         async with Session(runtime, sink=_forward(parent, name), options=options) as session:
             if parent is not None:
                 parent.record_event("subagent", agent=name, session_id=session.session_id)

@@ -234,3 +234,42 @@ def test_a_cassette_recorded_from_a_hook_queued_turn_replays_in_runner_test(
     result = CliRunner().invoke(app, ["test", str(folder / "agent.yaml")])
     assert result.exit_code == 0, result.output
     assert "PASS reviewer/reviewed" in result.output
+
+
+def test_a_team_whose_lead_calls_another_agent_records_and_replays_one_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper's model calls go to the same cassette as the lead's, in the order they happened."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "team.yaml").write_text(
+        "version: 1\n"
+        "agents:\n"
+        "  lead:\n"
+        "    model: {id: openai/scripted, api_base: '${TEAM_BASE:-http://127.0.0.1:9/v1}'}\n"
+        "    tools:\n"
+        "      - agent: '#helper'\n"
+        "    tests:\n"
+        "      - name: asks\n"
+        "        input: Ask the helper.\n"
+        "        cassette: asks.jsonl\n"
+        "        expect: {tools_called: [helper], output_contains: swordfish}\n"
+        "  helper:\n"
+        "    model: {id: openai/scripted, api_base: '${TEAM_BASE:-http://127.0.0.1:9/v1}'}\n"
+    )
+    script = [
+        {"tool_calls": [{"name": "helper", "arguments": {"input": "the word?"}}]},
+        {"content": "swordfish"},  # the helper's answer
+        {"content": "The helper says swordfish."},
+    ]
+    with ScriptedServer(script) as server:
+        monkeypatch.setenv("TEAM_BASE", server.base_url)
+        recorded = CliRunner().invoke(app, ["test", str(folder / "team.yaml"), "--update"])
+        assert recorded.exit_code == 0, recorded.output
+        assert len(server.requests) == 3
+    monkeypatch.delenv("TEAM_BASE")
+    cassette = read_cassette(folder / "asks.jsonl")
+    assert len(cassette.interactions) == 3  # lead, helper, lead
+    result = CliRunner().invoke(app, ["test", str(folder / "team.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "PASS lead/asks" in result.output
