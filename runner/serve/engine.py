@@ -202,7 +202,8 @@ class ChatRun:
             # composed from the conversation's first input as one long session would have had it.
             session.conversation.restore(history, first_input=chat.first_input, names=chat.names, record=True)
             self._opened.set()
-            result = await session.run([chat.text] if chat.text is not None else [])
+            inputs = [chat.text] if chat.text is not None else []
+            result = await session.run(inputs, continue_waiting=not inputs)
             if result.reason == "client_tools":
                 self._put(EndPiece("tool_calls", tuple(result.client_calls), self._usage))
             else:

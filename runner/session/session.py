@@ -197,15 +197,19 @@ class Session:
 
     # ----------------------------------------------------------------- the session level
 
-    async def run(self, inputs: Iterable[str] = ()) -> RunResult:
-        """Run ``inputs`` and whatever they queue, to an empty queue (SPEC section 5's session level)."""
+    async def run(self, inputs: Iterable[str] = (), *, continue_waiting: bool = True) -> RunResult:
+        """Run ``inputs`` and whatever they queue, to an empty queue (SPEC section 5's session level).
+
+        A history that ends waiting for the model (a resume that stopped mid-turn, a client's tool
+        results) goes on first, as its own turn; ``continue_waiting=False`` adds the inputs to it
+        instead (a served request's new message belongs to the messages before it). What
+        ``session_start`` adds waits for the first input.
+        """
         token = _current.set(self)
         dropped_before = self._dropped
         turns: list[TurnResult] = []
         try:
-            # A history that ends waiting for the model (a resume, a client's tool results) goes on
-            # first; what session_start adds waits for the first input.
-            waiting = self.conversation.needs_continuation()
+            waiting = continue_waiting and self.conversation.needs_continuation()
             for text in inputs:
                 self.enqueue(text)
             if not self._started:

@@ -108,3 +108,18 @@ def test_a_tool_source_that_fails_to_reopen_on_reload_keeps_the_old_runtime(
     assert len(failures) == 1 and "keeping the last good config" in failures[0]
     again = client.chat.completions.create(model="sturdy", messages=[{"role": "user", "content": "v?"}])
     assert (again.choices[0].message.content or "").endswith("tool said v1")  # the old runtime answers
+
+
+def test_two_user_messages_in_a_row_are_one_turn(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted([{"content": "both read"}])
+    agent_files.write("reader", server, "prompts:\n  system: Read.")
+    client = serve_app([agent_files.root]).openai()
+    answer = client.chat.completions.create(
+        model="reader",
+        messages=[{"role": "user", "content": "first"}, {"role": "user", "content": "second"}],
+    )
+    assert answer.choices[0].message.content == "both read"
+    [request] = server.requests
+    assert [m["content"] for m in request["messages"]] == ["Read.", "first", "second"]
