@@ -46,6 +46,7 @@ class CatalogHolder:
         self._env = env
         self._report = report or (lambda line: None)
         self._hosts: dict[str, RuntimeHost] = {}
+        self._watched: tuple[Catalog, frozenset[Path]] | None = None
         self._stamps = self._stamp()
 
     def configure(self, settings: RuntimeSettings, report: Callable[[str], None]) -> None:
@@ -154,12 +155,20 @@ class CatalogHolder:
         return lines
 
     def watched(self) -> set[Path]:
-        """Every file whose change triggers a reload (the folders are watched besides)."""
+        """Every file whose change triggers a reload (the folders are watched besides).
+
+        Worked out once per catalog (it reads each agent file's extends chain): the pipe asks on
+        every request.
+        """
         from runner.watch import watched_files
 
+        cached = self._watched
+        if cached is not None and cached[0] is self.current:
+            return set(cached[1])
         files = {p.resolve() for p in self.current.files} | {p.resolve() for p in self.current.failures}
         for agent in self.current.agents.values():
             files |= watched_files(agent.config)
+        self._watched = (self.current, frozenset(files))
         return files
 
     async def aclose(self) -> None:
