@@ -103,6 +103,7 @@ class Pipe:
             report = lambda line: log.warning("runner pipe: %s", line)  # noqa: E731
             self._holder = CatalogHolder(paths, catalog, settings=self._settings(), report=report)
             self._holder_key = key
+            await self._holder.refresh()  # the files as they are now: later requests see edits
             return self._holder
         for line in await self._holder.refresh():
             log.warning("runner pipe: %s", line)

@@ -163,12 +163,12 @@ class DescribedModel:
     supports_tools: bool | None
 
     def stream(self, request: Any) -> Any:
-        """Never called."""
-        raise NotImplementedError
+        """Refused: ``runner render`` shows a request, it never sends one."""
+        raise RuntimeError(f"{self.name} only describes the model for runner render; it cannot answer")
 
     async def complete(self, request: Any) -> Any:
-        """Never called."""
-        raise NotImplementedError
+        """Refused: ``runner render`` shows a request, it never sends one."""
+        return self.stream(request)
 
     async def aclose(self) -> None:
         """Nothing to release."""

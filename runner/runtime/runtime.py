@@ -11,6 +11,7 @@ lives here: that is the session's.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -62,7 +63,6 @@ class AgentRuntime:
     changes: str = ""
     _sources: SourceSet = field(default_factory=SourceSet, repr=False)
     _model: Shared[Model] | None = field(default=None, repr=False)
-    _tools_chars: int = field(default=0, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -79,19 +79,14 @@ class AgentRuntime:
         """The tool definitions sent to the model (the same list object for every request)."""
         return self.registry.definitions()
 
-    @property
+    @functools.cached_property
     def tools_chars(self) -> int:
         """The size of the tool definitions, which count toward ``limits.context_tokens``."""
-        return self._tools_chars
-
-    def __post_init__(self) -> None:
-        chars = len(json.dumps(self.tool_definitions, ensure_ascii=False)) if len(self.registry) else 0
-        object.__setattr__(self, "_tools_chars", chars)
+        return len(json.dumps(self.tool_definitions, ensure_ascii=False)) if len(self.registry) else 0
 
     def make_model(self, model_id: str) -> Model:
         """Another model of this agent's kind (``/model``): the same settings, another id."""
-        base = resolve_model_config(self.config, self.settings)
-        return live_model(replace(base, id=model_id, fallbacks=()), self.settings)
+        return _model_by_id(self.config, self.settings, model_id)
 
     async def aclose(self) -> None:
         """Close what this runtime opened that no other runtime holds (sources, model, mode)."""
@@ -99,6 +94,12 @@ class AgentRuntime:
         await self._sources.aclose()
         if self._model is not None:
             await self._model.release()
+
+
+def _model_by_id(config: AgentConfig, settings: RuntimeSettings, model_id: str) -> Model:
+    """A live model with the agent's ``model:`` settings but another id (and no fallbacks)."""
+    base = resolve_model_config(config, settings)
+    return live_model(replace(base, id=model_id, fallbacks=()), settings)
 
 
 def tool_list(registry: ToolRegistry) -> list[dict[str, Any]]:
@@ -181,8 +182,7 @@ async def build_runtime(
         definitions = registry.definitions()
 
         def selector_model(model_id: str) -> Model:
-            base = resolve_model_config(config, settings)
-            return live_model(replace(base, id=model_id, fallbacks=()), settings)
+            return _model_by_id(config, settings, model_id)
 
         make = None if settings.replay is not None else selector_model
         mode = choose_mode(config, shared.value, definitions, make_model=make)

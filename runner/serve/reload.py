@@ -47,7 +47,7 @@ class CatalogHolder:
         self._report = report or (lambda line: None)
         self._hosts: dict[str, RuntimeHost] = {}
         self._watched: tuple[Catalog, frozenset[Path]] | None = None
-        self._stamps = self._stamp()
+        self._stamps: dict[Path, tuple[int, int]] | None = None  # what ``refresh`` compares with
 
     def configure(self, settings: RuntimeSettings, report: Callable[[str], None]) -> None:
         """Use ``settings`` for the runtimes built from now on, ``report`` for their progress lines."""
@@ -143,8 +143,14 @@ class CatalogHolder:
         return stamps
 
     async def refresh(self) -> list[str]:
-        """Reload what changed on disk since the last look (no watcher: the Open WebUI pipe)."""
+        """Reload what changed on disk since the last look (no watcher: the Open WebUI pipe).
+
+        The first call only takes note of the files as they are.
+        """
         now = self._stamp()
+        if self._stamps is None:
+            self._stamps = now
+            return []
         changed = {p for p in now.keys() | self._stamps.keys() if now.get(p) != self._stamps.get(p)}
         found, _ = find_agent_files(self.paths)
         changed |= {p for p in found if p not in self._stamps}

@@ -49,12 +49,15 @@ class Conversation:
 
     def append(self, message: dict[str, Any], **extra: Any) -> None:
         """Add a message to the history and to the transcript."""
+        self._add(message)
+        if self.transcript is not None:
+            self.transcript.message(message, **extra)
+
+    def _add(self, message: dict[str, Any]) -> None:
         self.history.append(message)
         self.chars += ctxmod.message_chars(message)
         for call in message.get("tool_calls") or ():
             self.names[call["id"]] = call["function"]["name"]
-        if self.transcript is not None:
-            self.transcript.message(message, **extra)
 
     def event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript."""
@@ -98,10 +101,7 @@ class Conversation:
                 name = (names or {}).get(message.get("tool_call_id") or "")
                 self.append(message, **({"name": name} if name else {}))
             else:
-                self.history.append(message)
-                self.chars += ctxmod.message_chars(message)
-                for call in message.get("tool_calls") or ():
-                    self.names[call["id"]] = call["function"]["name"]
+                self._add(message)
         self.errors |= set(errors)
         if turns is None:
             turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))

@@ -21,7 +21,6 @@ class Budget:
     limits: LimitsConfig
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
-    turns: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def add(self, usage: Usage) -> None:
@@ -53,13 +52,6 @@ class Budget:
         if remaining is not None and remaining <= 0:
             raise LimitReached(
                 f"the session ran {limits.timeout_s:g} s (limits.timeout_s)", limit="timeout_s"
-            )
-
-    def check_turn(self) -> None:
-        """Raise ``LimitReached`` when another turn would exceed ``max_turns``."""
-        if self.turns >= self.limits.max_turns:
-            raise LimitReached(
-                f"the session reached {self.turns} turns (limits.max_turns)", limit="max_turns"
             )
 
 

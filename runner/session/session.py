@@ -242,7 +242,6 @@ class Session:
         conversation = self.conversation
         if text is not None or conversation.turn == 0:
             conversation.turn += 1
-        self.budget.turns = conversation.turn
         conversation.event(
             "turn", turn=conversation.turn, **({} if text is not None else {"continued": True})
         )

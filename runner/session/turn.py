@@ -289,18 +289,12 @@ class Turn:
                     # a tool that ran (a resume answers the call; see Transcript.history).
                     session.record_event("tool_start", call=call.message())
                     started[call.id] = asyncio.create_task(self.gate.run(call, calls))
-                    self._started.append(call)
+                    calls.started.append(call)
             elif isinstance(event, ReasoningDelta):
                 session.sink(ReasoningChunk(event.text))
             elif isinstance(event, Completed):
                 return event.reply
         raise RuntimeError("the model's stream ended without a Completed event")
-
-    @property
-    def _started(self) -> list[ToolCall]:
-        calls = self.calls
-        assert calls is not None
-        return calls.started
 
     def _keep_started_calls(self, streamed: list[str], ids: list[str]) -> None:
         """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
@@ -308,7 +302,8 @@ class Turn:
         Those tools ran (or began to), so the history must say so; the code that stopped the step
         then answers each call, keeping the results of the ones that finished.
         """
-        started = [call for call in self._started if call.id in ids]
+        assert self.calls is not None
+        started = [call for call in self.calls.started if call.id in ids]
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(streamed) or None,
