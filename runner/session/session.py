@@ -277,7 +277,11 @@ class Session:
         for event in ("turn_post", "loop_continue"):
             if not self.hooks.has(event):
                 continue
-            outcome = await self.interruptible(self.hooks.run(event))
+            try:
+                outcome = await self.interruptible(self.hooks.run(event))
+            except LimitReached as exc:  # limits.timeout_s ran out during the chain
+                self.note(f"{event} hooks stopped: {exc.message}; nothing was queued", "warning")
+                return
             if outcome is None:
                 self.note(f"interrupted the {event} hooks; nothing was queued")
                 return

@@ -142,7 +142,10 @@ class Turn:
         hooks = self.session.hooks
         if not hooks.has("turn_pre"):
             return None
-        outcome = await self.session.interruptible(hooks.run("turn_pre"))
+        try:
+            outcome = await self.session.interruptible(hooks.run("turn_pre"))
+        except LimitReached as exc:  # limits.timeout_s ran out during the chain
+            return EndTurn.for_limit(exc)
         if outcome is None:
             return EndTurn("interrupted", "interrupted by the user")
         stop = hooks.apply("turn_pre", outcome)
