@@ -127,7 +127,8 @@ class Agent:
             await session.close()
 
     def run_sync(self, *prompts: str, **kwargs: Any) -> RunResult:
-        """``run`` from synchronous code: opens the runtime, runs, closes it (``asyncio.run``)."""
+        """``run`` from synchronous code: opens the runtime, runs, closes it (``asyncio.run``, not waiting
+        forever for a tool that ignores cancellation)."""
 
         async def once() -> RunResult:
             try:
@@ -135,7 +136,9 @@ class Agent:
             finally:
                 await self.aclose()
 
-        return asyncio.run(once())
+        from runner.tools.bounded import run_to_end
+
+        return run_to_end(once())
 
     async def stream(
         self, *prompts: str, vars: Mapping[str, Any] | None = None, yes: bool = False

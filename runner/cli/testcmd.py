@@ -9,7 +9,6 @@ records the cassettes again against the live model.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent
+from runner.tools.bounded import run_to_end
 
 __all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests"]
 
@@ -135,7 +135,7 @@ def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> in
         if not config.tests:
             typer.echo(f"{config.name}: no tests ({display_path(str(config.path))})", err=True)
         for case in config.tests:
-            outcome = asyncio.run(run_case(config, case, settings, update=update))
+            outcome = run_to_end(run_case(config, case, settings, update=update))
             label = f"{outcome.agent}/{outcome.case}"
             if outcome.passed:
                 passed += 1

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from runner.agentfile.config import HOOK_EVENT_RULES, MESSAGE_EVENTS, AgentConfig, HookConfig
 from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
+from runner.tools.bounded import Escaped, bounded
 from runner.tools.threads import run_in_thread
 
 __all__ = [
@@ -218,13 +219,13 @@ class HookChains:
                 raise HookFailed(f"{hook.value} is not callable")
             fn = self._callables[key] = found
         try:
-            if inspect.iscoroutinefunction(fn):
-                value = await asyncio.wait_for(fn(event), hook.timeout_s)
-            else:
-                value = await asyncio.wait_for(run_in_thread(fn, event), hook.timeout_s)
+            work = fn(event) if inspect.iscoroutinefunction(fn) else run_in_thread(fn, event)
+            value = await bounded(work, hook.timeout_s)
             return HookResult.coerce(value)
         except TimeoutError:
             raise HookFailed(f"{hook.value} timed out after {hook.timeout_s:g} s") from None
+        except Escaped as exc:
+            raise HookFailed(f"{hook.value} raised {exc}") from None
         except Exception as exc:
             raise HookFailed(f"{hook.value} raised {type(exc).__name__}: {exc}") from None
 

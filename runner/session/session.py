@@ -246,8 +246,9 @@ class Session:
             "turn", turn=conversation.turn, **({} if text is not None else {"continued": True})
         )
         result = await Turn(self).run(text)
-        if result.reason not in ("interrupted", "client_tools"):  # a client_tools turn goes on later
-            await self._after_turn()
+        # A client_tools turn goes on later; Ctrl+C in turn_post / loop_continue ends the run.
+        if result.reason not in ("interrupted", "client_tools") and not await self._after_turn():
+            result = dataclasses.replace(result, reason="interrupted")
         return result
 
     def _refuse_turn(self) -> TurnResult:
@@ -273,7 +274,8 @@ class Session:
             self.note(f"session_start hook stopped the session: {self.ended}", "warning")
             self._drop_queue("session_end", "the session_start hook ended the session")
 
-    async def _after_turn(self) -> None:
+    async def _after_turn(self) -> bool:
+        """The ``turn_post`` and ``loop_continue`` chains; False when Ctrl+C stopped one."""
         for event in ("turn_post", "loop_continue"):
             if not self.hooks.has(event):
                 continue
@@ -281,14 +283,16 @@ class Session:
                 outcome = await self.interruptible(self.hooks.run(event))
             except LimitReached as exc:  # limits.timeout_s ran out during the chain
                 self.note(f"{event} hooks stopped: {exc.message}; nothing was queued", "warning")
-                return
+                return True
             if outcome is None:
                 self.note(f"interrupted the {event} hooks; nothing was queued")
-                return
+                self.record_event("interrupt", hook_event=event)
+                return False
             stop = self.hooks.apply(event, outcome)
             if stop is not None:
                 self._drop_queue("hook", f"a {event} hook stopped the run: {stop.reason}")
-                return
+                return True
+        return True
 
     async def close(self) -> None:
         """End the session: ``session_end`` hooks (if it started), then the transcript and own model."""

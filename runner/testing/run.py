@@ -19,7 +19,6 @@ drive the session themselves.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -149,4 +148,6 @@ async def run_agent(
 
 def run_agent_sync(agent: str | Path | AgentConfig, *prompts: str, **kwargs: Any) -> ScriptedRun:
     """``run_agent`` from synchronous code (``asyncio.run``)."""
-    return asyncio.run(run_agent(agent, *prompts, **kwargs))
+    from runner.tools.bounded import run_to_end
+
+    return run_to_end(run_agent(agent, *prompts, **kwargs))

@@ -9,8 +9,10 @@ propagates so the session stops promptly, as does any exception raised by the ``
 hooks (they belong to the loop). The caller must then still answer every call in the history, e.g.
 with ``interrupted_results`` (providers reject a history with an unanswered call).
 
-A sync tool that times out keeps running in its worker thread until it returns (Python threads cannot
-be killed); its result is discarded.
+A tool runs under ``bounded``: ``KeyboardInterrupt`` and ``SystemExit`` from it are error results, and a
+call that outlives its timeout (or the caller's cancellation) by ``bounded.GRACE_S`` is abandoned,
+whether it is a sync tool in its worker thread (threads cannot be killed) or an async tool that
+swallows ``CancelledError``; its result is discarded.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from jsonschema.exceptions import SchemaError
 
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolResult
+from runner.tools.bounded import Escaped, bounded
 from runner.tools.registry import ToolRegistry
 
 __all__ = [
@@ -267,16 +270,15 @@ async def _run(
 ) -> ToolResult:
     timeout = tool.timeout_s if tool.timeout_s is not None else default_timeout_s
     started = time.perf_counter()
+    limit = timeout if timeout and timeout > 0 else None
     try:
-        async with asyncio.timeout(timeout if timeout and timeout > 0 else None) as deadline:
-            value = await tool.call(arguments, ctx)
-    except TimeoutError as exc:
-        if deadline.expired():
-            content = f"Tool {tool.name!r} timed out after {timeout:g} s and was abandoned."
-        else:
-            content = _describe(exc)
+        value = await bounded(_call(tool, arguments, ctx), limit)
+    except TimeoutError:  # the deadline's (the tool's own TimeoutError is a ToolError by now)
+        content = f"Tool {tool.name!r} timed out after {timeout:g} s and was abandoned."
         return _error(call, content, arguments, started)
-    except (Exception, SystemExit) as exc:
+    except Escaped as exc:
+        return _error(call, f"Tool {tool.name!r} raised {exc}", arguments, started)
+    except Exception as exc:
         return _error(call, _describe(exc), arguments, started)
     try:
         content = to_text(value)
@@ -285,6 +287,13 @@ async def _run(
         return _error(call, message, arguments, started)
     elapsed = time.perf_counter() - started
     return ToolResult(call.id, call.name, content, is_error=False, duration_s=elapsed, arguments=arguments)
+
+
+async def _call(tool: Tool, arguments: dict[str, Any], ctx: RunContext) -> Any:
+    try:
+        return await tool.call(arguments, ctx)
+    except TimeoutError as exc:  # the tool's own: not to be taken for the call's deadline
+        raise ToolError(_describe(exc) if str(exc) else "TimeoutError") from None
 
 
 def _describe(exc: BaseException) -> str:

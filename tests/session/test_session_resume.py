@@ -109,6 +109,11 @@ class CallsThenFails(CallsThenHangs):
 # ----------------------------------------------------------------------------- interrupts
 
 
+async def _settle(rounds: int = 10) -> None:
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
 async def test_interrupt_while_a_tool_runs_answers_every_call(agent, drive, assert_valid_history):
     spec = agent(tools=TOOLS)
     outcome = {}
@@ -119,6 +124,7 @@ async def test_interrupt_while_a_tool_runs_answers_every_call(agent, drive, asse
         turn = asyncio.create_task(session.run(["go"]))
         await gate["fast_done"].wait()
         await gate["stuck_started"].wait()
+        await _settle()  # the fast call's result reaches its step (each call runs in a task of its own)
         session.interrupt()
         outcome["result"] = await turn
         outcome["history"] = list(session.history)
@@ -207,6 +213,7 @@ async def test_interrupt_while_generating_records_the_calls_whose_tools_already_
         turn = asyncio.create_task(session.run(["go"]))
         await gate["fast_done"].wait()
         await gate["stuck_started"].wait()
+        await _settle()  # the fast call's result reaches its step (each call runs in a task of its own)
         session.interrupt()
         outcome["result"] = await turn
 

@@ -1,0 +1,198 @@
+"""A tool or hook that misbehaves (KeyboardInterrupt, sys.exit, a swallowed CancelledError) cannot hang
+or kill a run: its call ends at its timeout, is answered, and the run goes on (issue 12)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_run.conftest import Cli, write_agent
+
+ROGUE_TOOLS = '''
+import asyncio
+import sys
+
+
+def sync_interrupt() -> str:
+    """Raises KeyboardInterrupt from a worker thread."""
+    raise KeyboardInterrupt
+
+
+async def async_interrupt() -> str:
+    """Raises KeyboardInterrupt on the event loop."""
+    raise KeyboardInterrupt
+
+
+async def async_exit() -> str:
+    """Calls sys.exit on the event loop."""
+    sys.exit(3)
+
+
+def sync_exit() -> str:
+    """Calls sys.exit in a worker thread."""
+    sys.exit(3)
+
+
+async def stubborn() -> str:
+    """Swallows every cancellation and never ends."""
+    while True:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            pass
+'''
+
+ROGUE_HOOKS = """
+import asyncio
+import os
+import sys
+import time
+
+
+def sync_exit(event):
+    sys.exit(1)
+
+
+async def async_exit(event):
+    sys.exit(1)
+
+
+async def async_interrupt(event):
+    raise KeyboardInterrupt
+
+
+async def stubborn(event):
+    while True:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            pass
+
+
+def slow_post(event):
+    open(os.environ["HOOK_STARTED"], "w").close()
+    time.sleep(30)
+    return {"messages": ["queued after the hook"]}
+"""
+
+
+def _agent(tmp_path: Path, base_url: str, extra: str) -> Path:
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {base_url}\n  retries: 0\n"
+        "prompts:\n  system: You answer.\n" + extra
+    )
+    folder = tmp_path / "a"
+    path = write_agent(folder, body, tools=ROGUE_TOOLS)
+    (folder / "hooks_mod.py").write_text(ROGUE_HOOKS, encoding="utf-8")
+    return path
+
+
+def _tool_result(server: Any) -> str:
+    """What the model was told about the call (the last message of the second request)."""
+    message = server.requests[1]["messages"][-1]
+    assert message["role"] == "tool"
+    return str(message["content"])
+
+
+@pytest.mark.parametrize("tool", ["sync_interrupt", "async_interrupt", "sync_exit", "async_exit"])
+def test_a_tool_that_raises_keyboard_interrupt_or_exits_is_an_error_result_and_the_run_goes_on(
+    cli: Cli, serve: Any, tmp_path: Path, tool: str
+) -> None:
+    server = serve([{"tool_calls": [{"name": tool, "arguments": {}}]}, {"content": "went on"}])
+    agent = _agent(tmp_path, server.base_url, "tools:\n  - python: tools_mod\n")
+    result = cli("run", str(agent), "-p", "go", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "went on"
+    assert "Traceback" not in result.stderr
+    content = _tool_result(server)
+    name = "KeyboardInterrupt" if "interrupt" in tool else "SystemExit"
+    assert name in content
+
+
+def test_an_async_tool_that_swallows_cancellation_ends_at_its_timeout_and_the_run_goes_on(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"content": "went on"}])
+    agent = _agent(tmp_path, server.base_url, "tools:\n  - python: tools_mod\n    timeout_s: 1\n")
+    started = time.monotonic()
+    result = cli("run", str(agent), "-p", "go", timeout=40)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "went on"
+    content = _tool_result(server)
+    assert "timed out after 1 s" in content
+    assert elapsed < 20  # 1 s timeout, a short grace, process start; unbounded before
+
+
+def test_a_session_timeout_ends_a_run_whose_tool_swallows_cancellation(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"content": "never"}])
+    extra = "tools:\n  - python: tools_mod\nlimits:\n  timeout_s: 1\n"
+    agent = _agent(tmp_path, server.base_url, extra)
+    result = cli("run", str(agent), "-p", "go", timeout=40)
+    assert result.returncode == 3, result.stderr
+    assert "timeout_s" in result.stderr
+
+
+@pytest.mark.parametrize("hook", ["sync_exit", "async_exit", "async_interrupt"])
+def test_a_python_hook_that_exits_or_raises_keyboard_interrupt_is_reported_and_the_run_goes_on(
+    cli: Cli, serve: Any, tmp_path: Path, hook: str
+) -> None:
+    server = serve([{"content": "answer"}])
+    agent = _agent(tmp_path, server.base_url, f"hooks:\n  turn_pre:\n    - python: hooks_mod:{hook}\n")
+    result = cli("run", str(agent), "-p", "go", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "answer"
+    assert f"hooks_mod:{hook}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_async_hook_that_swallows_cancellation_ends_at_its_timeout(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"content": "answer"}])
+    extra = "hooks:\n  turn_pre:\n    - python: hooks_mod:stubborn\n      timeout_s: 1\n"
+    agent = _agent(tmp_path, server.base_url, extra)
+    result = cli("run", str(agent), "-p", "go", timeout=40)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "answer"
+    assert "timed out after 1 s" in result.stderr
+
+
+def _wait_for(path: Path, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_during_a_stubborn_tool_ends_the_run_with_130(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"content": "never"}])
+    agent = _agent(tmp_path, server.base_url, "tools:\n  - python: tools_mod\n")
+    proc = cli.popen("run", str(agent), "-p", "go")
+    deadline = time.monotonic() + 20
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the tool is running now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+
+
+def test_ctrl_c_during_a_turn_post_hook_ends_the_run_with_130(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"content": "first"}, {"content": "second"}])
+    extra = "hooks:\n  turn_post:\n    - python: hooks_mod:slow_post\n"
+    agent = _agent(tmp_path, server.base_url, extra)
+    started = tmp_path / "hook-started"
+    proc = cli.popen("run", str(agent), "-p", "go", extra_env={"HOOK_STARTED": str(started)})
+    _wait_for(started)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "second" not in out
+    assert len(server.requests) == 1
