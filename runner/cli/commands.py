@@ -12,6 +12,7 @@ import typer
 from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.files import AGENT_SUFFIXES, AgentFile, inspect_file
 from runner.agentfile.loader import explain as explain_values
+from runner.cli.guard import note_secrets
 from runner.cli.main import display_path, echo_error
 from runner.errors import ConfigError
 
@@ -130,6 +131,7 @@ def run_render(
     from runner.session.opening import first_request
 
     config = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
+    note_secrets(config)
     settings = runtime_settings(None)
     request = asyncio.run(first_request(config, input=input, variables=dict(variables), settings=settings))
     if json_output:
@@ -197,6 +199,7 @@ def run_agent(
     config = load_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
     )
+    note_secrets(config)
     if resume is not None:
         _check_same_agent(resume, config)
     if not prompts and not interactive and resume is None:
@@ -281,6 +284,7 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
 
     settings = runtime_settings(None)
     config = load_agent(find_agent(ref), agent=agent_name)
+    note_secrets(config)
     if check:
         return _check_sources(config, settings)
     registry, failures = asyncio.run(_open_tools(config, settings))

@@ -123,6 +123,9 @@ class Repl:
                     agent=s.config.name if s.config.team else None,
                     extra_vars=s.options.variables,
                 )
+                from runner.cli.guard import note_secrets
+
+                note_secrets(config)
                 return await s.reload(config)
 
             changes = self.worker.call(reload)  # a ConfigError is shown and the old config stays

@@ -375,13 +375,16 @@ def main() -> None:
     """
     import atexit
 
+    from runner.cli import guard
     from runner.tools.threads import MODEL_THREADS, TOOL_THREADS
 
+    guard.install()
     try:
         app()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    guard.drain()
     if TOOL_THREADS.running or MODEL_THREADS.running:
         atexit._run_exitfuncs()
         sys.stdout.flush()

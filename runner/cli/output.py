@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from runner.cli.guard import secrets
 from runner.models.base import Usage
 from runner.session.events import (
     AssistantMessage,
@@ -123,12 +124,27 @@ class JsonOutput:
         self.out = stdout or sys.stdout
         self.thinking = thinking
         self.usage = Usage()
+        self._reasoning = ""  # the end of a reasoning chunk that could begin a secret (cli.guard)
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
 
+    def _emit_reasoning(self, text: str, *, final: bool = False) -> None:
+        """Reasoning comes in pieces, one record each: a secret split between two is redacted too."""
+        text = secrets.redactor(self._reasoning + text)
+        keep = 0 if final else secrets.held_back(text)
+        self._reasoning = text[len(text) - keep :] if keep else ""
+        if text[: len(text) - keep]:
+            self._emit({"type": "reasoning", "text": text[: len(text) - keep]})
+
     def __call__(self, event: LoopEvent) -> None:
+        if isinstance(event, ReasoningChunk):
+            if self.thinking:
+                self._emit_reasoning(event.text)
+            return
+        if self._reasoning:
+            self._emit_reasoning("", final=True)
         if isinstance(event, AssistantMessage):
             self._emit({"type": "message", "message": event.message})
         elif isinstance(event, ToolStarted):
@@ -154,8 +170,6 @@ class JsonOutput:
             self._emit({"type": "note", "level": event.level, "text": event.text})
         elif isinstance(event, TurnEnded):
             self._emit({"type": "turn_end", "output": event.output, "reason": event.reason})
-        elif isinstance(event, ReasoningChunk) and self.thinking:
-            self._emit({"type": "reasoning", "text": event.text})
 
     def finish(self) -> None:
         """The closing ``end`` record."""

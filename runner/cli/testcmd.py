@@ -17,6 +17,7 @@ import typer
 
 from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.config import AgentConfig, TestCaseConfig
+from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
 from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
@@ -124,6 +125,8 @@ def _agents(refs: list[str]) -> list[AgentConfig]:
         specs.extend(
             load_agent(path, agent=name if agent_file.is_team else None) for name in agent_file.names
         )
+    for config in specs:
+        note_secrets(config)
     return specs
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from runner.session import context as ctxmod
 from runner.store.transcript import TranscriptWriter
+from runner.text import valid_record
 
 __all__ = ["NOTE_PREFIX", "Conversation", "is_note"]
 
@@ -48,7 +49,8 @@ class Conversation:
     # ----------------------------------------------------------------- records
 
     def append(self, message: dict[str, Any], **extra: Any) -> None:
-        """Add a message to the history and to the transcript."""
+        """Add a message to the history and to the transcript (its text made valid: ``runner.text``)."""
+        message = valid_record(message)
         self._add(message)
         if self.transcript is not None:
             self.transcript.message(message, **extra)
@@ -66,7 +68,7 @@ class Conversation:
 
     def set_system(self, system: dict[str, Any] | None) -> None:
         """Use ``system`` as the system prompt from the next request on (recorded as the prompt)."""
-        self.system = system
+        self.system = system = valid_record(system)
         if system is not None and self.transcript is not None:
             self.transcript.prompt(system)
 

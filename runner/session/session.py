@@ -36,7 +36,14 @@ from runner.session.hookglue import SessionHooks
 from runner.session.limits import Budget
 from runner.session.options import RunOptions, RunResult, lowered_limits
 from runner.session.turn import Turn, TurnResult
-from runner.store.transcript import Redactor, Transcript, TranscriptWriter, new_session_id, sessions_dir
+from runner.store.transcript import (
+    REDACTED,
+    Redactor,
+    Transcript,
+    TranscriptWriter,
+    new_session_id,
+    sessions_dir,
+)
 from runner.tools.base import RunContext
 
 __all__ = ["Session", "current_session"]
@@ -93,11 +100,26 @@ class Session:
         if resume is not None:
             self.conversation.restore(
                 resume.history(),
-                system=resume.system_prompt(),
+                system=self._restored_system(resume),
                 errors=resume.error_call_ids(),
                 turns=resume.turns(),
             )
             self._started = True  # a resumed session already ran its session_start hooks
+
+    def _restored_system(self, resume: Transcript) -> dict[str, Any] | None:
+        """The recorded system prompt; when secrets were redacted out of it, the same prompt composed
+        again with them (what is written is redacted, what is sent never is)."""
+        recorded = resume.system_prompt()
+        if recorded is None or REDACTED not in str(recorded.get("content")):
+            return recorded
+        first = next((m.get("content") for m in resume.history() if m.get("role") == "user"), "")
+        try:
+            composed = self.runtime.prompts.system(first if isinstance(first, str) else "", self.variables)
+        except RunnerError:
+            return recorded
+        if composed is not None and Redactor(self.runtime.config.secrets).record(composed) == recorded:
+            return composed
+        return recorded  # the agent file changed since: keep what ran, as it was written
 
     @classmethod
     async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:

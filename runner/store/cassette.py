@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from runner.errors import RunnerError
 from runner.store.transcript import Redactor, now_iso
+from runner.text import valid_text
 
 __all__ = [
     "FORMAT",
@@ -152,7 +153,8 @@ class CassetteWriter:
 
     def _write(self, record: dict[str, Any]) -> None:
         assert self._file is not None, "cassette already closed"
-        self._file.write(self.redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
+        line = self.redact(json.dumps(record, ensure_ascii=False, default=str))
+        self._file.write(valid_text(line) + "\n")
         self._file.flush()
 
     def normalized(self, normalized: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from runner import __version__
 from runner.errors import RunnerError
+from runner.text import valid_text
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -182,7 +183,7 @@ class TranscriptWriter:
                 self.redact.record(record), ensure_ascii=False, separators=(",", ":"), default=str
             )
             line = self.redact(line)  # again: values only ``default=str`` could show
-        self._file.write(line + "\n")
+        self._file.write(valid_text(line) + "\n")
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())

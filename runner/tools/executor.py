@@ -31,6 +31,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from runner.errors import ToolError
+from runner.text import valid_record, valid_text
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.bounded import Escaped, bounded
 from runner.tools.registry import ToolRegistry
@@ -235,6 +236,7 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any]
         )
     if value is None:
         return {}, None
+    value = valid_record(value)  # "\ud800" in JSON is a lone surrogate: not text a tool can use
     if not isinstance(value, dict):
         return (
             None,
@@ -246,8 +248,8 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any]
 def to_text(value: Any) -> str:
     """A tool's return value as text: strings unchanged, everything else compact JSON."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+        return valid_text(value)
+    return valid_text(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default))
 
 
 def _json_default(value: Any) -> Any:

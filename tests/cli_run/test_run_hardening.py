@@ -196,3 +196,124 @@ def test_ctrl_c_during_a_turn_post_hook_ends_the_run_with_130(cli: Cli, serve: A
     assert proc.returncode == 130, err
     assert "second" not in out
     assert len(server.requests) == 1
+
+
+SURROGATE_TOOLS = '''
+def broken() -> str:
+    """Returns text with a lone surrogate."""
+    return "half \\udcff of it"
+'''
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_lone_surrogates_from_the_model_and_a_tool_do_not_crash_the_run(
+    cli: Cli, serve: Any, tmp_path: Path, json_output: bool
+) -> None:
+    server = serve(
+        [
+            {"content": "look \udcff", "tool_calls": [{"name": "broken", "arguments": {"x": "\ud800"}}]},
+            {"content": "done \udcff here", "reasoning": "think \udfff"},
+        ]
+    )
+    folder = tmp_path / "a"
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n  retries: 0\n"
+        "prompts:\n  system: You answer.\ntools:\n  - python: tools_mod\n"
+    )
+    agent = write_agent(folder, body, tools=SURROGATE_TOOLS)
+    # "\udcff" in an argument reaches the command as the byte 0xff: not UTF-8
+    result = cli("run", str(agent), "-p", "go \udcff", *(["--json"] if json_output else []), timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "UnicodeEncodeError" not in result.stderr
+    assert "done" in result.stdout and "here" in result.stdout
+    sent = server.requests[1]["messages"]
+    assert sent[1] == {"role": "user", "content": "go \ufffd"}
+    assert "half" in sent[-1]["content"] and "of it" in sent[-1]["content"]
+    (transcript,) = cli.transcripts()
+    transcript.read_text(encoding="utf-8")  # valid UTF-8 throughout
+    assert cli("sessions", "show", transcript.stem).returncode == 0
+
+
+SECRET = "sk-test-Zq81xYv3kLmN0pQr"
+
+SECRET_TOOLS = '''
+import os
+
+
+def leak() -> str:
+    """Returns the secret it was given."""
+    return "the key is " + os.environ["LEAKED"]
+
+
+def fail() -> str:
+    """Fails with the secret in its message."""
+    raise RuntimeError("bad key " + os.environ["LEAKED"])
+'''
+
+SECRET_HOOKS = """
+import os
+
+
+def noisy(event):
+    raise ValueError("hook saw " + os.environ["LEAKED"])
+"""
+
+
+def _secret_agent(tmp_path: Path, base_url: str) -> Path:
+    folder = tmp_path / "a"
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {base_url}\n  retries: 0\n"
+        "prompts:\n  system: 'Use the key ${SERVICE_TOKEN}.'\ntools:\n  - python: tools_mod\n"
+        "hooks:\n  turn_pre:\n    - python: hooks_mod:noisy\n"
+    )
+    path = write_agent(folder, body, tools=SECRET_TOOLS)
+    (folder / "hooks_mod.py").write_text(SECRET_HOOKS, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_secrets_are_redacted_on_stderr_and_stdout_too(
+    cli: Cli, serve: Any, tmp_path: Path, json_output: bool
+) -> None:
+    server = serve(
+        [
+            {
+                "reasoning": f"I will print {SECRET} now",
+                "tool_calls": [{"name": "leak", "arguments": {}}, {"name": "fail", "arguments": {}}],
+            },
+            {"content": f"Your key: {SECRET}. Also {SECRET[:6]}, not all of it."},
+        ]
+    )
+    agent = _secret_agent(tmp_path, server.base_url)
+    env = {"SERVICE_TOKEN": SECRET, "LEAKED": SECRET}
+    result = cli("run", str(agent), "-p", "go", *(["--json"] if json_output else []), extra_env=env)
+    assert result.returncode == 0, result.stderr
+    assert SECRET not in result.stdout and SECRET not in result.stderr
+    assert SECRET[6:14] not in result.stdout + result.stderr  # not even split across streamed pieces
+    assert "***" in result.stdout and ("***" in result.stderr or json_output)
+    assert f"Also {SECRET[:6]}, not all of it." in result.stdout  # a mere prefix is written at the end
+    assert "hook saw ***" in (result.stdout if json_output else result.stderr)
+    # what is sent is never redacted: the model got the real key in the system prompt and results
+    first, second = server.requests
+    assert SECRET in first["messages"][0]["content"]
+    assert any(SECRET in str(m.get("content")) for m in second["messages"] if m["role"] == "tool")
+
+
+def test_after_resume_the_model_gets_the_real_secret_of_the_system_prompt(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"content": "one"}, {"content": "two"}])
+    folder = tmp_path / "a"
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n  retries: 0\n"
+        "prompts:\n  system: 'Use the key ${SERVICE_TOKEN}.'\n"
+    )
+    agent = write_agent(folder, body)
+    env = {"SERVICE_TOKEN": SECRET}
+    assert cli("run", str(agent), "-p", "first", extra_env=env).returncode == 0
+    (transcript,) = cli.transcripts()
+    assert SECRET not in transcript.read_text()
+    resumed = cli("resume", transcript.stem, "-p", "second", extra_env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    system = server.requests[1]["messages"][0]
+    assert system["role"] == "system" and SECRET in system["content"]

@@ -1,0 +1,60 @@
+"""The guard on the command's stdout and stderr: valid text, secrets redacted even when split."""
+
+from __future__ import annotations
+
+import io
+
+from runner.cli.guard import GuardedStream, Secrets
+from runner.text import valid_record, valid_text
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def _stream() -> tuple[GuardedStream, io.StringIO]:
+    known = Secrets()
+    known.add([SECRET])
+    out = io.StringIO()
+    return GuardedStream(out, known), out
+
+
+def test_a_secret_split_over_many_writes_is_redacted() -> None:
+    stream, out = _stream()
+    for piece in ["key=", SECRET[:3], SECRET[3:10], SECRET[10:], " done"]:
+        stream.write(piece)
+    stream.drain()
+    assert out.getvalue() == "key=*** done"
+
+
+def test_a_prefix_of_a_secret_is_held_back_only_until_the_output_shows_it_is_not_one() -> None:
+    stream, out = _stream()
+    stream.write("starts sk-li")
+    assert out.getvalue() == "starts "
+    stream.write("ke this\n")
+    assert out.getvalue() == "starts sk-like this\n"
+    stream.write("sk")
+    stream.drain()  # the end of the output: what was held back is written
+    assert out.getvalue().endswith("\nsk")
+
+
+def test_lone_surrogates_are_written_as_replacement_characters() -> None:
+    stream, out = _stream()
+    stream.write("a\udcffb")
+    stream.drain()
+    assert out.getvalue() == "a\ufffdb"
+    out.getvalue().encode("utf-8")
+
+
+def test_environment_secrets_are_those_that_look_like_credentials() -> None:
+    known = Secrets()
+    known.from_environment(
+        {"OPENAI_API_KEY": SECRET, "TOKENIZERS_PARALLELISM": "false", "SSH_KEY_PATH": "/root/.ssh/id"}
+    )
+    assert known.redactor(f"{SECRET} false /root/.ssh/id") == "*** false /root/.ssh/id"
+
+
+def test_valid_text_keeps_pairs_and_valid_record_keeps_unchanged_objects() -> None:
+    assert valid_text("\ud83d\ude00") == "\U0001f600"
+    assert valid_text("x\ud800") == "x\ufffd"
+    record = {"a": ["b", {"c": 1}]}
+    assert valid_record(record) is record
+    assert valid_record({"a\udcff": ("x\ud800",)}) == {"a\ufffd": ("x\ufffd",)}
