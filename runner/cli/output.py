@@ -171,6 +171,13 @@ class JsonOutput:
         elif isinstance(event, TurnEnded):
             self._emit({"type": "turn_end", "output": event.output, "reason": event.reason})
 
+    def error(self, error: BaseException, *, session_id: str | None = None) -> None:
+        """An ``error`` record: what went wrong, and the session to resume."""
+        record: dict[str, Any] = {"type": "error", "message": str(error)}
+        if session_id is not None:
+            record["session_id"] = session_id
+        self._emit(record)
+
     def finish(self) -> None:
         """The closing ``end`` record."""
         self._emit({"type": "end", "usage": _usage(self.usage)})

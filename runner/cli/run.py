@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from runner.agentfile.config import AgentConfig
 from runner.cli.output import ConsoleOutput, JsonOutput
-from runner.errors import Interrupted
+from runner.errors import Interrupted, RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, RunResult, Session
 from runner.session.gate import ConfirmAnswer
@@ -196,12 +196,42 @@ def execute(request: RunRequest) -> int:
             from runner.cli.interactive import Repl
 
             Repl(worker, output).loop()
-    finally:
+    except RunnerError as exc:
+        resume_id = _resumable(worker, output, exc)
+        worker.stop(lifetime)
+        output.finish()
+        if resume_id is None:
+            raise
+        return _failed(exc, resume_id)
+    else:
         worker.stop(lifetime)
         output.finish()
     if code == 130:
         raise Interrupted("interrupted")
     return code
+
+
+def _resumable(worker: SessionThread, output: ConsoleOutput | JsonOutput, error: RunnerError) -> str | None:
+    """The id of a session a failed run kept (an ``error`` event with it under ``--json``)."""
+    session = worker.session
+    if session is None or session.conversation.transcript is None:
+        return None
+    if isinstance(output, JsonOutput):
+        output.error(error, session_id=session.session_id)
+    return session.session_id
+
+
+def _failed(error: RunnerError, session_id: str) -> int:
+    """Report a failed run and how to go on from where it stopped; its exit code."""
+    import typer
+
+    from runner.cli.main import debug_enabled, echo_error
+
+    if debug_enabled():
+        raise error
+    echo_error(error)
+    typer.echo(f"the session is kept: runner resume {session_id}", err=True)
+    return error.exit_code
 
 
 def run_inputs(worker: SessionThread, inputs: list[str]) -> RunResult:

@@ -170,7 +170,10 @@ class TranscriptWriter:
     def open(self) -> None:
         """Open for appending (creating folders as needed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        cut = _cut_torn_line(self.path)
         self._file = self.path.open("a", encoding="utf-8")
+        if cut:  # never write after a fragment: it would make the next line unreadable too
+            self.write({"type": "event", "event": "repaired", "time": now_iso(), "data": {"cut_bytes": cut}})
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one record and flush it to the OS (and to disk with ``fsync``)."""
@@ -303,6 +306,34 @@ class Transcript:
     def events(self) -> Iterator[dict[str, Any]]:
         """Event records in order."""
         return (r for r in self.records if r.get("type") == "event")
+
+
+def _cut_torn_line(path: Path) -> int:
+    """Cut a last line left without its newline (a process killed mid-write); the bytes cut."""
+    try:
+        with path.open("rb+") as file:
+            size = file.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            file.seek(size - 1)
+            if file.read(1) == b"\n":
+                return 0
+            end = size
+            while end > 0:  # back to the last newline, a block at a time
+                start = max(0, end - 65536)
+                file.seek(start)
+                block = file.read(end - start)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    keep = start + newline + 1
+                    break
+                end = start
+            else:
+                keep = 0
+            file.truncate(keep)
+            return size - keep
+    except FileNotFoundError:
+        return 0
 
 
 def read_transcript(path: Path) -> Transcript:

@@ -120,6 +120,7 @@ def test_unrecoverable_model_error_exits_1_then_resume_continues(
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "429" in result.stderr
     (path,) = cli.transcripts()
+    assert result.stderr.rstrip().endswith(f"the session is kept: runner resume {path.stem}")
     transcript = read_transcript(path)
     assert transcript.messages()[-1] == {"role": "user", "content": "what is 2+2?"}
     assert any(e["event"] == "error" for e in transcript.events())
@@ -130,6 +131,44 @@ def test_unrecoverable_model_error_exits_1_then_resume_continues(
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "4"
     assert working.requests[0]["messages"][-1]["content"] == "what is 2+2?"
+    # the unfinished turn kept its number: one turn, not two
+    turns = [e["data"]["turn"] for e in read_transcript(path).events() if e["event"] == "turn"]
+    assert turns == [1, 1]
+
+
+def test_a_failed_json_run_reports_the_error_and_its_session_id_on_stdout(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    failing = serve([{"status": 400, "error": "bad request"}], repeat=True)
+    agent = write_agent(tmp_path / "a", agent_yaml(failing.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "hi", "--json")
+    assert result.returncode == 1
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    (error,) = [r for r in records if r["type"] == "error"]
+    (path,) = cli.transcripts()
+    assert error["session_id"] == path.stem and "bad request" in error["message"]
+
+
+def test_a_torn_last_transcript_line_is_cut_on_resume_and_never_written_after(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"content": "one"}, {"content": "two"}, {"content": "three"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    assert cli("run", str(agent), "-p", "first").returncode == 0
+    (path,) = cli.transcripts()
+    with path.open("a", encoding="utf-8") as file:  # kill -9 in the middle of a large record
+        file.write('{"type": "message", "message": {"role": "assistant", "content": "half a rec')
+    for prompt in ("second", "third"):
+        resumed = cli("resume", path.stem, "-p", prompt)
+        assert resumed.returncode == 0, resumed.stderr
+    shown = cli("sessions", "show", path.stem)
+    assert shown.returncode == 0, shown.stderr
+    transcript = read_transcript(path)
+    answers = [m["content"] for m in transcript.messages() if m["role"] == "assistant"]
+    assert answers == ["one", "two", "three"]
+    (repair,) = [e for e in transcript.events() if e["event"] == "repaired"]
+    assert repair["data"]["cut_bytes"] > 0
+    assert "half a rec" not in path.read_text()
 
 
 def _wait_for(path: Path, timeout: float = 90) -> None:
