@@ -8,8 +8,10 @@ on). A non-2xx status is a tool error with the status and the beginning of the b
 
 Private and local addresses are refused (a guard against server-side request forgery, in
 ``toolsets._netguard``): loopback, private networks, link-local (cloud metadata at 169.254.169.254),
-CGNAT, unique-local, multicast and the like, whether the URL names the address, its host name
-resolves to it or the connection goes to it, for the URL and for every redirect followed.
+CGNAT, unique-local, site-local, multicast and the like, IPv6 spellings of IPv4 ones included, whether
+the URL names the address or its host name resolves to it, for the URL and for every redirect
+followed. A name is resolved once and the connection goes to the addresses checked (no DNS
+rebinding); through a proxy, a name that does not resolve here is refused.
 
 Options: ``max_chars`` (default 100000), ``timeout_s`` (the whole request, default 20), ``headers``
 (sent with every request), ``allow_hosts`` (``host`` or ``host:port`` globs fetched even when
