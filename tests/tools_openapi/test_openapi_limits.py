@@ -4,6 +4,7 @@ the runner almost no memory."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
-from runner.errors import ToolError
+from runner.errors import ConfigError, ToolError
+from runner.tools import openapi_spec
 from runner.tools.base import RunContext, Tool
 from runner.tools.openapi import load_source
 from runner.tools.sources import SourceContext
@@ -32,8 +34,12 @@ _MEDIA = {
 
 
 class _Server(ThreadingHTTPServer):
-    sent: list[int]
-    """Bytes of body each response got out before the client stopped reading."""
+    sent: queue.Queue[int]
+    """Bytes of body each response got out before the client stopped reading, when it is done."""
+
+    def next_sent(self) -> int:
+        """How much of the body the next finished response sent (waits for it, boundedly)."""
+        return self.sent.get(timeout=30)
 
 
 class _HugeHandler(BaseHTTPRequestHandler):
@@ -61,14 +67,14 @@ class _HugeHandler(BaseHTTPRequestHandler):
                 sent += len(_CHUNK)
         except OSError:  # the client stopped reading, as it should
             pass
-        self.server.sent.append(sent)
+        self.server.sent.put(sent)
         self.close_connection = True
 
 
 @pytest.fixture(scope="module")
 def huge_server() -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), _HugeHandler)
-    httpd.sent, httpd.daemon_threads = [], True
+    httpd.sent, httpd.daemon_threads = queue.Queue(), True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -133,17 +139,23 @@ async def test_a_200_mb_answer_is_cut_at_tool_output_chars_with_a_note_and_littl
     )
     assert result.startswith('["0123456789abcdef' if name == "json" else "0123456789abcdef0123")
     assert peak < 8 * 1024 * 1024, f"{peak / 1e6:.1f} MB"  # reading all of it took over 800 MB
-    assert huge_server.sent[-1] < HUGE
+    assert huge_server.next_sent() < HUGE
 
 
-async def test_a_200_mb_binary_answer_is_described_not_read(huge_tools: dict[str, Tool]) -> None:
+async def test_a_200_mb_binary_answer_is_described_not_read(
+    huge_tools: dict[str, Tool], huge_server: _Server
+) -> None:
     result, peak = await _peak_during(huge_tools["binary"])
+    assert huge_server.next_sent() < HUGE
     assert result == "(binary response: application/octet-stream, more than 80000 bytes)"
     assert peak < 8 * 1024 * 1024, f"{peak / 1e6:.1f} MB"
 
 
-async def test_a_200_mb_error_body_gives_its_beginning_in_the_error(huge_tools: dict[str, Tool]) -> None:
+async def test_a_200_mb_error_body_gives_its_beginning_in_the_error(
+    huge_tools: dict[str, Tool], huge_server: _Server
+) -> None:
     result, peak = await _peak_during(huge_tools["broken"])
+    assert huge_server.next_sent() < HUGE
     assert isinstance(result, ToolError)
     assert (
         result.message
@@ -162,6 +174,26 @@ async def test_a_lower_tool_output_chars_reads_less(
         tools = {tool.name: tool for tool in (await load_source(make_source(name), ctx, stack)).tools}
         result = await tools["text"].call({}, CTX)
     assert len(result) <= 500
+    assert huge_server.next_sent() < HUGE
     assert result.endswith(
         "longer than 2000 bytes, and only its beginning was read (limits.tool_output_chars is 500)]"
     )
+
+
+async def test_a_document_larger_than_the_cap_is_a_config_error_without_reading_it_all(
+    huge_server: _Server, make_source: MakeSource, source_ctx: SourceContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openapi_spec, "MAX_DOCUMENT_BYTES", 1024 * 1024)
+    url = f"http://127.0.0.1:{huge_server.server_port}/huge.json"
+    tracemalloc.start()
+    try:
+        async with AsyncExitStack() as stack:
+            with pytest.raises(ConfigError) as caught:
+                await load_source(make_source(url), source_ctx, stack)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.message.endswith(f"the document at {url} is larger than 1 MB")
+    assert caught.value.hint and "point `openapi:` at that file" in caught.value.hint
+    assert peak < 8 * 1024 * 1024, f"{peak / 1e6:.1f} MB"
+    assert huge_server.next_sent() < HUGE
