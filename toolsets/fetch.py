@@ -30,7 +30,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from runner.errors import ToolError
+from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
@@ -95,13 +95,20 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     timeout_s = float(options["timeout_s"])
     headers = {"User-Agent": _USER_AGENT, **{str(k): str(v) for k, v in options["headers"].items()}}
     settings: dict[str, Any] = {"timeout": timeout_s, "follow_redirects": True, "max_redirects": 10}
-    if options["allow_private"]:
-        client = httpx.AsyncClient(headers=headers, **settings)
-    else:
-        from toolsets._netguard import guarded_transports
+    try:
+        if options["allow_private"]:
+            client = httpx.AsyncClient(headers=headers, **settings)
+        else:
+            from toolsets._netguard import guarded_transports
 
-        transport, mounts = guarded_transports(allow_hosts=[str(host) for host in options["allow_hosts"]])
-        client = httpx.AsyncClient(headers=headers, transport=transport, mounts=mounts, **settings)
+            allow_hosts = [str(host) for host in options["allow_hosts"]]
+            transport, mounts = guarded_transports(allow_hosts=allow_hosts)
+            client = httpx.AsyncClient(headers=headers, transport=transport, mounts=mounts, **settings)
+    except (ImportError, ValueError) as exc:  # a proxy from the environment httpx cannot use
+        raise ConfigError(
+            f"cannot use the proxy set in the environment: {exc}",
+            hint="fix or unset HTTP_PROXY / HTTPS_PROXY / ALL_PROXY (a socks5:// proxy needs httpx[socks])",
+        ) from None
     ctx.stack.push_async_callback(client.aclose)
     fetcher = _Fetcher(client, max_chars=int(options["max_chars"]), timeout_s=timeout_s)
 

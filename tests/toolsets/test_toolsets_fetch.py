@@ -434,3 +434,14 @@ async def test_through_a_proxy_a_name_that_does_not_resolve_here_is_refused_befo
     allowed = (await load_builtin("fetch", {"timeout_s": 2, "allow_hosts": [unresolvable]}))["fetch"]
     assert json.loads(await allowed.call({"url": url}, run_ctx))["n"] == 1  # the attack, when allowed
     assert httpd.seen == [url]
+
+
+@pytest.mark.parametrize("options", [{}, _PRIVATE])
+async def test_a_proxy_httpx_cannot_use_is_a_config_error(
+    load_builtin: Any, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "ftp://proxy.example:21")
+    with pytest.raises(ConfigError) as caught:
+        await load_builtin("fetch", options)
+    assert "cannot use the proxy set in the environment" in caught.value.message
+    assert caught.value.hint and "ALL_PROXY" in caught.value.hint
