@@ -138,14 +138,14 @@ class HostPolicy:
 
     @classmethod
     def of(cls, allow_hosts: Iterable[str] = (), resolve: Resolver | None = None) -> HostPolicy:
-        """A policy with the globs normalised (stripped, lower case)."""
-        return cls(tuple(pattern.strip().lower() for pattern in allow_hosts), resolve)
+        """A policy with the globs normalised: stripped, lower case, international names in ASCII."""
+        return cls(tuple(_ascii(pattern.strip().lower()) for pattern in allow_hosts), resolve)
 
     def allows(self, host: str, port: int) -> bool:
         """Whether ``host:port`` matches an ``allow_hosts`` glob (and so goes through unchecked)."""
         if not self.allow_hosts:
             return False
-        host = host.lower().rstrip(".")
+        host = _ascii(host.lower().rstrip("."))
         names = {host, _bracketed(host), f"{_bracketed(host)}:{port}"}
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.allow_hosts for name in names)
 
@@ -333,6 +333,16 @@ async def _resolve(host: str, port: int) -> list[str]:
     except (OSError, UnicodeError):
         return []
     return [str(info[4][0]) for info in infos]
+
+
+def _ascii(name: str) -> str:
+    """A host name (or glob) with its international labels in IDNA form, as connections see them."""
+    try:
+        return ".".join(
+            label if label.isascii() else label.encode("idna").decode() for label in name.split(".")
+        )
+    except UnicodeError:
+        return name
 
 
 def _is_ip(host: str) -> bool:

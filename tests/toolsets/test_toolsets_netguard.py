@@ -80,6 +80,8 @@ def test_public_addresses_are_allowed(address: str) -> None:
         ("[::1]:*", "::1", 9000, True),
         ("::1", "::1", 9000, True),
         ("localhost", "localhost.", 80, True),
+        ("*.bücher.example", "www.xn--bcher-kva.example", 443, True),
+        ("xn--bcher-kva.example", "Bücher.example", 443, True),
     ],
 )
 def test_allowed_hosts_are_host_or_host_port_globs(pattern: str, host: str, port: int, allowed: bool) -> None:
