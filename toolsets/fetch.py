@@ -8,8 +8,10 @@ on). A non-2xx status is a tool error with the status and the beginning of the b
 
 Private and local addresses are refused (a guard against server-side request forgery, in
 ``toolsets._netguard``): loopback, private networks, link-local (cloud metadata at 169.254.169.254),
-CGNAT, unique-local, multicast and the like, whether the URL names the address, its host name
-resolves to it or the connection goes to it, for the URL and for every redirect followed.
+CGNAT, unique-local, site-local, multicast and the like, IPv6 spellings of IPv4 ones included, whether
+the URL names the address or its host name resolves to it, for the URL and for every redirect
+followed. A name is resolved once and the connection goes to the addresses checked (no DNS
+rebinding); through a proxy, a name that does not resolve here is refused.
 
 Options: ``max_chars`` (default 100000), ``timeout_s`` (the whole request, default 20), ``headers``
 (sent with every request), ``allow_hosts`` (``host`` or ``host:port`` globs fetched even when
@@ -28,7 +30,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from runner.errors import ToolError
+from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
@@ -93,13 +95,20 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     timeout_s = float(options["timeout_s"])
     headers = {"User-Agent": _USER_AGENT, **{str(k): str(v) for k, v in options["headers"].items()}}
     settings: dict[str, Any] = {"timeout": timeout_s, "follow_redirects": True, "max_redirects": 10}
-    if options["allow_private"]:
-        client = httpx.AsyncClient(headers=headers, **settings)
-    else:
-        from toolsets._netguard import guarded_transports
+    try:
+        if options["allow_private"]:
+            client = httpx.AsyncClient(headers=headers, **settings)
+        else:
+            from toolsets._netguard import guarded_transports
 
-        transport, mounts = guarded_transports(allow_hosts=[str(host) for host in options["allow_hosts"]])
-        client = httpx.AsyncClient(headers=headers, transport=transport, mounts=mounts, **settings)
+            allow_hosts = [str(host) for host in options["allow_hosts"]]
+            transport, mounts = guarded_transports(allow_hosts=allow_hosts)
+            client = httpx.AsyncClient(headers=headers, transport=transport, mounts=mounts, **settings)
+    except (ImportError, ValueError) as exc:  # a proxy from the environment httpx cannot use
+        raise ConfigError(
+            f"cannot use the proxy set in the environment: {exc}",
+            hint="fix or unset HTTP_PROXY / HTTPS_PROXY / ALL_PROXY (a socks5:// proxy needs httpx[socks])",
+        ) from None
     ctx.stack.push_async_callback(client.aclose)
     fetcher = _Fetcher(client, max_chars=int(options["max_chars"]), timeout_s=timeout_s)
 

@@ -10,6 +10,10 @@ final URL is checked to keep the base URL's scheme, host, port and path prefix. 
 cookie parameters are sent in their declared style; the source's ``headers`` go with every call (and
 header parameters of the same names are not offered to the model). A JSON response comes back as
 compact JSON, text as text; a non-2xx status, a timeout or a network failure is a ``ToolError``.
+
+A response body is streamed and read only as far as the agent's ``limits.tool_output_chars`` can
+use (four bytes a character, the most UTF-8 needs): a longer one is cut there, returned as text
+(JSON cannot be compacted then), with a note saying it was cut — a huge answer costs no memory.
 """
 
 from __future__ import annotations
@@ -37,11 +41,13 @@ __all__ = [
     "Target",
     "build_request",
     "load_source",
+    "read_body",
     "read_response",
     "resolve_target",
 ]
 
 _ERROR_BODY_CHARS = 500
+_BYTES_PER_CHAR = 4  # the most bytes one character takes in UTF-8
 # Characters kept as they are in the literal parts of a path template (RFC 3986 pchar and "/").
 _PATH_SAFE = "/:@!$&'()*+,;=%"
 _TEXT_TYPES = ("application/xml", "application/yaml", "application/javascript", "application/x-yaml")
@@ -52,6 +58,7 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
     document = await load_document(spec, ctx)
     plans = convert_operations(document, fixed_headers=spec.headers, warn=ctx.logger.warning)
     timeout_s = spec.timeout_s if spec.timeout_s is not None else ctx.default_timeout_s
+    output_chars = ctx.agent.limits.tool_output_chars
     client = SharedClient(headers=spec.headers, timeout_s=timeout_s)
     stack.push_async_callback(client.aclose)
     targets: dict[str | None, Target] = {}
@@ -68,7 +75,7 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
                 parameters=plan.parameters,
                 source_kind="openapi",
                 source_id=spec.id or "openapi",
-                call=OpenApiCall(plan, targets[server], client, timeout_s),
+                call=OpenApiCall(plan, targets[server], client, timeout_s, output_chars=output_chars),
             )
         )
     return LoadedSource(tools)
@@ -141,24 +148,28 @@ class OpenApiCall:
     target: Target
     client: SharedClient
     timeout_s: float
+    output_chars: int = 0
+    """The most characters a result may have (``limits.tool_output_chars``); 0: no limit."""
 
     async def __call__(self, arguments: dict[str, Any], ctx: RunContext) -> str:
         """Send the operation's request built from ``arguments`` and return the response as text."""
         request = build_request(self.plan, self.target, arguments)
         what = f"{request.method} {urlsplit(request.url).path}"
+        limit = _BYTES_PER_CHAR * self.output_chars if self.output_chars > 0 else None
         try:
-            response = await self.client.get().request(
+            async with self.client.get().stream(
                 request.method,
                 request.url,
                 params=request.params,
                 headers=request.headers,
                 content=request.content,
-            )
+            ) as response:
+                body, complete = await read_body(response, limit)
         except httpx.TimeoutException:
             raise ToolError(f"{what} timed out after {self.timeout_s:g} s") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ToolError(f"{what} failed: {exc or type(exc).__name__}") from None
-        return read_response(response, what)
+        return read_response(response, what, body=body, complete=complete, output_chars=self.output_chars)
 
 
 def build_request(plan: OperationPlan, target: Target, arguments: Mapping[str, Any]) -> HttpRequest:
@@ -190,30 +201,64 @@ def build_request(plan: OperationPlan, target: Target, arguments: Mapping[str, A
     return HttpRequest(plan.method, url, tuple(query), headers, content)
 
 
-def read_response(response: httpx.Response, what: str) -> str:
-    """A 2xx response as text (JSON compacted); any other status is a ``ToolError`` with the body."""
+async def read_body(response: httpx.Response, limit: int | None) -> tuple[bytes, bool]:
+    """A streamed body, at most ``limit`` bytes of it (None: all), and whether it was read whole."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if limit is not None and size > limit:
+            return b"".join(chunks)[:limit], False
+    return b"".join(chunks), True
+
+
+def read_response(
+    response: httpx.Response,
+    what: str,
+    *,
+    body: bytes | None = None,
+    complete: bool = True,
+    output_chars: int = 0,
+) -> str:
+    """A 2xx response as text (JSON compacted); any other status is a ``ToolError`` with the body.
+
+    ``body`` is what was read of a streamed response (else ``response.content``); when it is not
+    ``complete``, the text is cut to ``output_chars`` with a note that says so.
+    """
+    content = response.content if body is None else body
     status = response.status_code
-    if not 200 <= status < 300:
-        body = response.text.strip()
-        if len(body) > _ERROR_BODY_CHARS:
-            body = body[:_ERROR_BODY_CHARS] + "…"
-        detail = f": {body}" if body else ""
-        raise ToolError(f"{what} answered HTTP {status} {response.reason_phrase}{detail}".rstrip())
-    if not response.content:
-        return f"HTTP {status} {response.reason_phrase} (no content)"
     media = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media == "application/json" or media.endswith("+json") or (not media and _looks_json(response)):
+    if not 200 <= status < 300:
+        text = _decode(response, content).strip()
+        if len(text) > _ERROR_BODY_CHARS or not complete:
+            text = text[:_ERROR_BODY_CHARS] + "…"
+        detail = f": {text}" if text else ""
+        raise ToolError(f"{what} answered HTTP {status} {response.reason_phrase}{detail}".rstrip())
+    if not content:
+        return f"HTTP {status} {response.reason_phrase} (no content)"
+    json_like = media == "application/json" or media.endswith("+json")
+    is_text = not media or media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml")
+    if not complete:
+        if not (json_like or is_text):
+            return f"(binary response: {media}, more than {len(content)} bytes)"
+        note = (
+            f"\n[response cut: it is longer than {len(content)} bytes, and only its beginning was read "
+            f"(limits.tool_output_chars is {output_chars})]"
+        )
+        return _decode(response, content)[: max(output_chars - len(note), 0)] + note
+    if json_like or (not media and content.lstrip()[:1] in (b"{", b"[")):
         try:
-            return json.dumps(response.json(), ensure_ascii=False, separators=(",", ":"))
+            return json.dumps(json.loads(content), ensure_ascii=False, separators=(",", ":"))
         except ValueError:
-            return response.text
-    if not media or media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml"):
-        return response.text
-    return f"(binary response: {media}, {len(response.content)} bytes)"
+            return _decode(response, content)
+    if is_text:
+        return _decode(response, content)
+    return f"(binary response: {media}, {len(content)} bytes)"
 
 
-def _looks_json(response: httpx.Response) -> bool:
-    return response.content.lstrip()[:1] in (b"{", b"[")
+def _decode(response: httpx.Response, content: bytes) -> str:
+    return content.decode(response.encoding or "utf-8", errors="replace")
 
 
 def _fill_path(template: str, values: Mapping[str, str]) -> str:

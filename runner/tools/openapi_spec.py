@@ -3,7 +3,9 @@
 ``load_document`` gives an ``OpenApiDocument``: a URL is fetched with httpx (imported on first use) and
 cached on disk under ``ctx.cache_dir`` for ``ctx.openapi_cache_ttl_s`` (``ctx.refresh`` bypasses the
 cache; a failed fetch falls back to a stale copy with a warning); a path is read relative to the agent
-file. JSON and YAML; OpenAPI 3.0 and 3.1; Swagger 2.0 is refused with a hint on converting it.
+file. JSON and YAML; OpenAPI 3.0 and 3.1; Swagger 2.0 is refused with a hint on converting it. A
+fetched document is streamed and refused past ``MAX_DOCUMENT_BYTES`` (the largest public APIs' are a
+few MB), so that an endless or huge answer cannot exhaust memory.
 
 ``SchemaResolver`` resolves local references (``#/...``). ``deref`` follows those of non-schema objects
 (parameters, request bodies, path items); ``schema`` inlines every reference of a schema, and where a
@@ -32,14 +34,25 @@ from runner.errors import ConfigError
 from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS, resolve_pointer
 
 if TYPE_CHECKING:
+    import httpx
+
     from runner.agentfile.config import ToolSourceConfig
     from runner.tools.sources import SourceContext
 
-__all__ = ["OpenApiDocument", "SchemaResolver", "is_url", "load_document", "openapi_error", "parse_document"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "OpenApiDocument",
+    "SchemaResolver",
+    "is_url",
+    "load_document",
+    "openapi_error",
+    "parse_document",
+]
 
 _ACCEPT = "application/json, application/yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5"
 _SUBSCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _SKIPPED_KEYS = frozenset({"$defs", "definitions"})  # reached through references, never inlined whole
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 _MAX_DEPTH = 24  # references expanded along one path
 _BUDGET = 20_000  # schema nodes built per top-level schema before references become placeholders
 
@@ -258,8 +271,11 @@ async def _fetch(url: str, spec: ToolSourceConfig, ctx: SourceContext) -> str:
     same_origin = spec.base_url is None or _origin(spec.base_url) in ("", _origin(url))
     headers = {**(spec.headers if same_origin else {}), "Accept": _ACCEPT}
     try:
-        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
-            response = await client.get(url, headers=headers)
+        async with (
+            httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
+            body = await _read_document(response, spec.label, url)
     except httpx.TimeoutException:
         raise openapi_error(spec.label, f"fetching {url} timed out after {timeout:g} s") from None
     except httpx.HTTPError as exc:
@@ -268,11 +284,27 @@ async def _fetch(url: str, spec: ToolSourceConfig, ctx: SourceContext) -> str:
             f"cannot fetch {url}: {exc or type(exc).__name__}",
             hint="is the server running, and is the URL right?",
         ) from None
+    return body.decode(response.encoding or "utf-8", errors="replace")
+
+
+async def _read_document(response: httpx.Response, label: str, url: str) -> bytes:
+    """The body of a successful ``httpx.Response`` being streamed, up to ``MAX_DOCUMENT_BYTES``."""
     if not response.is_success:
         raise openapi_error(
-            spec.label, f"fetching {url} answered HTTP {response.status_code} {response.reason_phrase}"
+            label, f"fetching {url} answered HTTP {response.status_code} {response.reason_phrase}"
         )
-    return response.text
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_DOCUMENT_BYTES:
+            raise openapi_error(
+                label,
+                f"the document at {url} is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB",
+                hint="download it, keep the operations the agent needs, and point `openapi:` at that file",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _origin(url: str) -> str:

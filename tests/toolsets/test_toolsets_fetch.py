@@ -3,12 +3,14 @@ the guard that refuses private and local addresses unless the options allow them
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
 import subprocess
 import sys
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +41,8 @@ _PAGE = """<!doctype html>
 </body></html>"""
 
 _RELEASE = threading.Event()
+_HUGE = 200 * 1024 * 1024
+_CHUNK = b"0123456789abcdef" * 4096  # 64 KiB, allocated once
 _PRIVATE = {"allow_private": True}
 """Options for the tests of what fetch does with a response: the test servers are on 127.0.0.1."""
 
@@ -70,6 +74,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _send_huge(self) -> None:
+        """200 MB of text, generated as it is sent; stops when the client stops reading."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(_HUGE))
+        self.end_headers()
+        try:
+            for _ in range(_HUGE // len(_CHUNK)):
+                self.wfile.write(_CHUNK)
+        except OSError:  # the client stopped reading, as it should
+            self.close_connection = True
+
     def do_GET(self) -> None:
         self.server.seen.append(self.path)
         parts = urlsplit(self.path)  # a proxy gets the whole URL
@@ -91,6 +107,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/slow":
             _RELEASE.wait(10)
             self._send(200, "text/plain", b"late")
+        elif path == "/huge.txt":
+            self._send_huge()
         else:
             self._send(404, "text/html", b"<html><body><h1>Not Found</h1><p>no such page</p></body></html>")
 
@@ -356,3 +374,74 @@ def test_importing_the_toolset_does_not_import_httpx() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+async def test_a_200_mb_response_is_read_only_to_its_first_5_mb_with_little_memory(
+    load_builtin: Any, run_ctx: RunContext, server: str
+) -> None:
+    tool = (await load_builtin("fetch", {"max_chars": 1000, **_PRIVATE}))["fetch"]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        text = await tool.call({"url": f"{server}/huge.txt"}, run_ctx)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert text.startswith("0123456789abcdef" * 62)
+    assert text.endswith(
+        "\n[cut: characters 0-1000 of 5000000 shown; call fetch with start=1000 to read on]"
+        "\n[the response is larger than 5000000 bytes; only its beginning was read]"
+    )
+    assert peak < 40_000_000, f"{peak / 1e6:.1f} MB"  # all of it would be over 200 MB
+
+
+@pytest.fixture
+async def unresolvable(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A name that does not resolve here (the event loop's resolver says so), e.g. a proxy-only name."""
+    loop = asyncio.get_running_loop()
+    real = loop.getaddrinfo
+
+    async def getaddrinfo(host: Any, port: Any, **kwargs: Any) -> Any:
+        if host in ("intranet.test", b"intranet.test"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return await real(host, port, **kwargs)
+
+    monkeypatch.setattr(loop, "getaddrinfo", getaddrinfo)
+    return "intranet.test"
+
+
+async def test_through_a_proxy_a_name_that_does_not_resolve_here_is_refused_before_the_proxy_sees_it(
+    load_builtin: Any,
+    run_ctx: RunContext,
+    server: str,
+    httpd: _Server,
+    monkeypatch: pytest.MonkeyPatch,
+    unresolvable: str,
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server)  # the test server answers proxy requests with its data
+    tool = (await load_builtin("fetch", {"timeout_s": 2}))["fetch"]
+    url = f"http://{unresolvable}/data.json"
+    with pytest.raises(ToolError) as caught:
+        await tool.call({"url": url}, run_ctx)
+    assert caught.value.message == _refused(
+        url,
+        f"{unresolvable} does not resolve here, so the address a proxy would connect to cannot be checked",
+        unresolvable,
+    )
+    assert httpd.seen == []
+    allowed = (await load_builtin("fetch", {"timeout_s": 2, "allow_hosts": [unresolvable]}))["fetch"]
+    assert json.loads(await allowed.call({"url": url}, run_ctx))["n"] == 1  # the attack, when allowed
+    assert httpd.seen == [url]
+
+
+@pytest.mark.parametrize("options", [{}, _PRIVATE])
+async def test_a_proxy_httpx_cannot_use_is_a_config_error(
+    load_builtin: Any, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "ftp://proxy.example:21")
+    with pytest.raises(ConfigError) as caught:
+        await load_builtin("fetch", options)
+    assert "cannot use the proxy set in the environment" in caught.value.message
+    assert caught.value.hint and "ALL_PROXY" in caught.value.hint
