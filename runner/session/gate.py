@@ -133,9 +133,9 @@ class _Call:
             note = f"the session reached limits.max_tool_calls ({parts.limits.max_tool_calls})"
             self.end = EndTurn.for_limit(LimitReached(note, limit="max_tool_calls"))
             return CallDecision.deny(f"Not executed: {note}.")
-        verdict, count = parts.repeat.observe(tool.name, arguments)
+        verdict, count = parts.repeat.observe(tool.name, arguments, self.step.number)
         if verdict == "stop":
-            note = f"{tool.name} was called {count} times with the same arguments (limits.max_repeat)"
+            note = f"{tool.name} was called in {count} steps with the same arguments (limits.max_repeat)"
             self.end = EndTurn.for_limit(LimitReached(note, limit="max_repeat"), "repeat")
             return CallDecision.deny(f"Not executed: {note}; the turn stops.")
         if verdict == "warn":

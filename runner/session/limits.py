@@ -69,21 +69,28 @@ def _arguments_key(arguments: dict[str, object]) -> object:
 
 
 class RepeatGuard:
-    """Counts identical (tool, arguments) calls within a turn: warn at ``max_repeat``, then stop."""
+    """Counts identical (tool, arguments) calls within a turn: warn at ``max_repeat``, then stop.
+
+    A loop is a repeat across steps: identical calls within one reply (four ``roll_die()`` at once)
+    count once.
+    """
 
     def __init__(self, max_repeat: int) -> None:
         self.max_repeat = max_repeat
-        self.counts: dict[tuple[str, object], int] = {}
+        self.counts: dict[tuple[str, object], tuple[int, int]] = {}
 
     def reset(self) -> None:
         """Forget the counts (a new turn begins)."""
         self.counts.clear()
 
-    def observe(self, name: str, arguments: dict[str, object]) -> tuple[RepeatVerdict, int]:
-        """Record one call; the verdict and how many times it has now been made."""
+    def observe(self, name: str, arguments: dict[str, object], step: int = 0) -> tuple[RepeatVerdict, int]:
+        """Record one call of step ``step``; the verdict and how many steps have now made it."""
         key = (name, _arguments_key(arguments))
-        count = self.counts.get(key, 0) + 1
-        self.counts[key] = count
+        count, last_step = self.counts.get(key, (0, -1))
+        if last_step == step:  # the same call again in the same reply
+            return ("stop" if count > self.max_repeat else "ok"), count
+        count += 1
+        self.counts[key] = (count, step)
         if count > self.max_repeat:
             return "stop", count
         if count == self.max_repeat:

@@ -55,6 +55,14 @@ async def test_repeat_gets_a_note_then_the_next_repeat_stops_the_turn(agent, dri
     assert run.history[-1]["role"] == "user" and "max_repeat" in run.history[-1]["content"]
 
 
+async def test_identical_calls_within_one_reply_count_once(agent, drive):
+    spec = agent("limits:\n  max_repeat: 2\n", tools=TOOLS)
+    four = tool_calls(*[("add", {"a": 1, "b": 1})] * 4)  # four roll_die() at once: not a loop
+    run = await drive(spec, [four, text("done")], "roll")
+    assert run.result.reason == "done"
+    assert [m["content"] for m in run.tool_results()] == ["2"] * 4
+
+
 async def test_repeat_counts_restart_with_each_turn(agent, drive):
     spec = agent("limits:\n  max_repeat: 2\n", tools=TOOLS)
     script = [tool_call("add", a=1, b=1), text("one"), tool_call("add", a=1, b=1), text("two")]
