@@ -307,13 +307,22 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
     return 2 if failures else 0
 
 
-def run_sessions(action: str, session_id: str | None) -> None:
-    """``runner sessions list`` / ``runner sessions show ID``."""
+#: Transcript events ``sessions show`` prints without ``--all`` (the others are bookkeeping).
+_SHOWN_EVENTS = frozenset(
+    {"turn", "error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
+)
+
+
+def run_sessions(action: str, session_id: str | None, *, show_all: bool = False) -> None:
+    """``runner sessions list`` (newest first, with a status) / ``runner sessions show ID``."""
     from runner.store.transcript import find_transcript, list_transcripts, read_transcript
 
     settings = runtime_settings(None)
     if action == "list":
-        for path in list_transcripts(settings.home):
+        paths = list_transcripts(settings.home)
+        if not paths:
+            typer.echo(f"no sessions under {display_path(str(settings.home))}", err=True)
+        for path in reversed(paths):
             try:
                 t = read_transcript(path)
             except Exception as exc:  # a broken file should not hide the others
@@ -322,7 +331,7 @@ def run_sessions(action: str, session_id: str | None) -> None:
             messages = t.messages()
             first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
             typer.echo(
-                f"{t.session_id}  {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
+                f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
                 f"{' '.join(str(first).split())[:60]}"
             )
         return
@@ -339,6 +348,7 @@ def run_sessions(action: str, session_id: str | None) -> None:
     typer.echo(
         f"model    {h.get('model')}   started {h.get('started_at')}   runner {h.get('runner_version')}"
     )
+    typer.echo(f"status   {t.status()}")
     for record in t.records:
         if record.get("type") == "message":
             content = record.get("content") or ""
@@ -350,7 +360,7 @@ def run_sessions(action: str, session_id: str | None) -> None:
                     f"{c['function']['name']}({c['function']['arguments'][:60]})" for c in calls
                 )
             typer.echo(f"[{label}] {text}")
-        else:
+        elif show_all or record.get("event") in _SHOWN_EVENTS:
             typer.echo(
                 f"  ({record.get('event')}: {json.dumps(record.get('data'), ensure_ascii=False)[:160]})"
             )

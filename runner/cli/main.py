@@ -317,11 +317,19 @@ def tools(
 def sessions(
     action: Annotated[str, typer.Argument(help="list, or show")] = "list",
     session_id: Annotated[str | None, typer.Argument(help="The session to show.")] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="show: every transcript event, bookkeeping included.")
+    ] = False,
 ) -> None:
-    """List saved sessions, or show one."""
+    """List saved sessions (newest first, with how each ended), or show one.
+
+    Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl.
+
+    Example: runner sessions list; runner sessions show 20261201-1305
+    """
     from runner.cli.commands import run_sessions
 
-    run_sessions(action, session_id)
+    run_sessions(action, session_id, show_all=show_all)
 
 
 @app.command("test")

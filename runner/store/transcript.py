@@ -303,6 +303,28 @@ class Transcript:
             history.append({"role": "assistant", "content": None, "tool_calls": started})
         return prompt, history, errors
 
+    def status(self) -> str:
+        """How the session's last turn ended: ``done``, ``failed``, ``interrupted`` or ``limit``.
+
+        ``interrupted`` also covers a process that died mid-turn (its history waits for the model).
+        """
+        status = "done"
+        for record in self.events():
+            name = record.get("event")
+            if name == "turn":
+                status = "done"
+            elif name == "error":
+                status = "failed"
+            elif name == "interrupt":
+                status = "interrupted"
+            elif name == "limit":
+                status = "limit"
+        if status == "done":
+            messages = self.messages()
+            if messages and (messages[-1].get("role") == "tool" or messages[-1].get("tool_calls")):
+                status = "interrupted"
+        return status
+
     def events(self) -> Iterator[dict[str, Any]]:
         """Event records in order."""
         return (r for r in self.records if r.get("type") == "event")
@@ -377,6 +399,6 @@ def find_transcript(home: Path, session_id: str) -> Path:
 
 
 def list_transcripts(home: Path) -> list[Path]:
-    """Every transcript, oldest first."""
+    """Every transcript, oldest first (ids begin with their start time)."""
     folder = sessions_dir(home)
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []

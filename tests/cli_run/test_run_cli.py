@@ -269,3 +269,26 @@ def test_missing_prompt_and_missing_model_are_usage_errors(cli: Cli, tmp_path: P
     result = cli("run", str(agent), "-p", "hi")
     assert result.returncode == 2
     assert "names no model" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sessions_list_is_newest_first_with_how_each_ended_and_show_hides_bookkeeping(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    ok = serve([{"content": "fine"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(ok.base_url), tools=TOOLS)
+    assert cli("run", str(agent), "-p", "first").returncode == 0
+    failing = serve([{"status": 400, "error": "no"}], repeat=True)
+    agent.write_text(agent_yaml(failing.base_url))
+    time.sleep(1.1)  # session ids begin with the second they started
+    assert cli("run", str(agent), "-p", "second").returncode == 1
+    listed = cli("sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 2
+    assert " failed " in lines[0] and "second" in lines[0]
+    assert " done " in lines[1] and "first" in lines[1]
+    sid = lines[1].split()[0]
+    shown = cli("sessions", "show", sid)
+    assert "status   done" in shown.stdout
+    assert "(prompt:" not in shown.stdout and "(turn:" in shown.stdout
+    assert "(prompt:" in cli("sessions", "show", sid, "--all").stdout
