@@ -243,6 +243,8 @@ def run(
     """Run an agent on prompts (-p), interactively (-i), or both."""
     if record is not None and replay is not None:
         raise ConfigError("--record and --replay cannot be used together")
+    if replay_loose and replay is None:
+        raise ConfigError("--replay-loose only changes --replay: give --replay FILE too")
     from runner.cli.commands import run_agent
 
     code = run_agent(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import typer
 
@@ -84,8 +85,9 @@ async def run_case(
             "no cassette: add `cassette:` to the case and record it with runner test --update"
         )
         return outcome
-    if update:
-        settings = replace(settings, record=case.cassette, replay=None)
+    recording = case.cassette.with_name(case.cassette.name + ".recording")
+    if update:  # into a file beside it: a failed recording keeps the old cassette (or none)
+        settings = replace(settings, record=recording, replay=None)
     else:
         settings = replace(settings, record=None, replay=case.cassette)
     tools: list[str] = []
@@ -109,12 +111,33 @@ async def run_case(
         finally:
             await runtime.aclose()
     except RunnerError as exc:
-        outcome.failures.append(str(exc))
-        outcome.seconds = time.perf_counter() - start
-        return outcome
+        outcome.failures.append(_in_test_terms(exc, update=update))
+        result = None
     outcome.seconds = time.perf_counter() - start
-    outcome.failures.extend(check_expectations(case, result.output, tools, result.steps))
+    if result is not None:
+        outcome.failures.extend(check_expectations(case, result.output, tools, result.steps))
+    if update:
+        _keep_recording(recording, case.cassette, outcome)
     return outcome
+
+
+def _in_test_terms(error: RunnerError, *, update: bool) -> str:
+    """The error, its hint in terms of ``runner test`` (whose options are not ``runner run``'s)."""
+    from runner.store.cassette import CassetteError
+
+    if isinstance(error, CassetteError) and not update:
+        return f"{error.message} (hint: record the case again with runner test --update)"
+    return str(error)
+
+
+def _keep_recording(recording: Path, cassette: Path, outcome: CaseOutcome) -> None:
+    """A recording replaces the cassette only when its case passed; otherwise it is dropped."""
+    if outcome.passed and recording.is_file():
+        recording.replace(cassette)
+        return
+    recording.unlink(missing_ok=True)
+    kept = "the old cassette is kept" if cassette.is_file() else "no cassette was written"
+    outcome.failures.append(f"the recording failed, so {kept}")
 
 
 def _agents(refs: list[str]) -> list[AgentConfig]:

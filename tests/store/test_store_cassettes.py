@@ -77,6 +77,38 @@ def test_cassette_matches_its_schema(recorded: Path) -> None:
         assert list(validator.iter_errors(json.loads(line))) == []
 
 
+def test_a_failed_update_keeps_the_old_cassette_and_says_so(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = recorded.parent / "cassettes" / "adds.jsonl"
+    before = cassette.read_bytes()
+    with ScriptedServer([{"status": 400, "error": "no"}], repeat=True) as server:
+        monkeypatch.setenv("ADDER_BASE", server.base_url)
+        result = CliRunner().invoke(app, ["test", str(recorded), "--update"])
+    assert result.exit_code == 1
+    assert "the recording failed, so the old cassette is kept" in result.output
+    assert cassette.read_bytes() == before
+    assert list(cassette.parent.iterdir()) == [cassette]
+    monkeypatch.delenv("ADDER_BASE")
+    assert CliRunner().invoke(app, ["test", str(recorded)]).exit_code == 0
+
+
+def test_a_failed_first_recording_writes_no_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = write_agent(tmp_path / "agent")
+    with ScriptedServer([{"status": 400, "error": "no"}], repeat=True) as server:
+        monkeypatch.setenv("ADDER_BASE", server.base_url)
+        result = CliRunner().invoke(app, ["test", str(agent), "--update"])
+    assert result.exit_code == 1 and "no cassette was written" in result.output
+    assert not (agent.parent / "cassettes" / "adds.jsonl").exists()
+
+
+def test_a_changed_request_hints_at_runner_test_update(recorded: Path) -> None:
+    recorded.write_text(recorded.read_text().replace("What is 2 + 3?", "What is 3 + 4?"))
+    result = CliRunner().invoke(app, ["test", str(recorded)])
+    assert result.exit_code == 1
+    assert "runner test --update" in result.output and "--replay-loose" not in result.output
+
+
 def test_runner_test_replays_offline_and_passes(recorded: Path) -> None:
     # ADDER_BASE now points at a closed port: only the cassette can answer
     result = CliRunner().invoke(app, ["test", str(recorded)])
