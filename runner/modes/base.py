@@ -125,18 +125,22 @@ class ReplyReader:
                 if hidden:
                     thought.append(hidden)
                     yield ReasoningDelta(hidden)
+                ready = self.text(event.text)
+                visible = self.shown(visible)
                 if visible:
                     yield TextDelta(visible)
-                for ready in self.text(event.text):
-                    yield ready
+                for call in ready:
+                    yield call
             elif isinstance(event, Completed):
                 visible, hidden = thinking.finish()
                 if hidden:
                     thought.append(hidden)
                     yield ReasoningDelta(hidden)
+                reply = self.complete(event.reply, "".join(thought))
+                visible = self.shown(visible)
                 if visible:
                     yield TextDelta(visible)
-                yield Completed(self.complete(event.reply, "".join(thought)))
+                yield Completed(reply)
                 return
             else:
                 yield event
@@ -145,6 +149,11 @@ class ReplyReader:
     def text(self, delta: str) -> list[ToolCallReady]:
         """Calls that a piece of the reply's text completed (none: native calls are not text)."""
         return []
+
+    def shown(self, visible: str) -> str:
+        """What to show of ``visible`` (the reply's text so far, ``<think>`` taken out): all of it,
+        unless the mode writes tool calls into the text (they show as progress, not as the answer)."""
+        return visible
 
     def complete(self, reply: Reply, thinking: str) -> Reply:
         """The whole reply, as the loop uses it."""

@@ -258,6 +258,14 @@ class InlineParser:
         self._body: list[str] | None = None  # xml: the open block's text so far
         self._fenced: _Fenced | None = None  # markdown: the open tool block
         self._other: list[tuple[str, int]] = []  # markdown: the open ordinary fences
+        self._visible: list[str] = []  # the reply's text outside tool blocks, not yet taken
+        self._shown = 0  # markdown: characters of the unfinished line already made visible
+
+    def take_visible(self) -> str:
+        """The text outside tool blocks fed since the last call: what a reader shows of the reply."""
+        text = "".join(self._visible)
+        self._visible.clear()
+        return text
 
     @property
     def stopped(self) -> bool:
@@ -273,6 +281,8 @@ class InlineParser:
         """The reply ended: return the blocks closed by its end (an unclosed block is an error)."""
         visible, _ = self._thinking.finish()
         blocks = self._scan(visible, final=True)
+        if self.fmt == "xml" and self._body is None and not self._stopped:
+            self._visible.append(self._pending)  # the start of a tag that never came
         if self._body is not None and not self._stopped:
             raw = _OPEN + "".join(self._body) + self._pending
             message = f"Invalid tool call: the block was not closed with {_CLOSE}. {_HINT['xml']}"
@@ -294,11 +304,29 @@ class InlineParser:
         if "\n" in text or final:
             lines = ("".join(self._line) + text).split("\n")
             self._line = [] if final else [lines.pop()]
-            for line in lines:
-                self._markdown_line(line, blocks)
+            last = len(lines) - 1
+            for number, line in enumerate(lines):
+                if self._markdown_line(line, blocks) and not self._stopped:
+                    self._visible.append(line[self._shown :] + ("" if final and number == last else "\n"))
+                self._shown = 0
+            if self._line:
+                self._show_partial_line()
         else:
             self._line.append(text)
+            self._show_partial_line()
         return blocks
+
+    def _show_partial_line(self) -> None:
+        """Show an unfinished line at once when it cannot open a tool block (nor be one's body)."""
+        line = "".join(self._line)
+        lead = line.lstrip()
+        if self._fenced is not None or not lead or lead[0] in "`~":
+            return
+        cut = line.find("<")  # perhaps a "<tool_response": wait for the whole line
+        end = len(line) if cut < 0 else cut
+        if end > self._shown:
+            self._visible.append(line[self._shown : end])
+            self._shown = end
 
     def _scan_xml(self, text: str) -> list[InlineBlock]:
         blocks: list[InlineBlock] = []
@@ -308,12 +336,15 @@ class InlineParser:
             if body is None:
                 at, response = pending.find(_OPEN), pending.find(_RESPONSE)
                 if response >= 0 and (at < 0 or response < at):
+                    self._visible.append(pending[:response])
                     self._stopped = True
                 elif at < 0:
                     keep = max(partial_suffix(pending, _OPEN), partial_suffix(pending, _RESPONSE))
+                    self._visible.append(pending[: len(pending) - keep])
                     pending = pending[len(pending) - keep :]
                     break
                 else:
+                    self._visible.append(pending[:at])
                     self._body, pending = [], pending[at + len(_OPEN) :]
                 continue
             close, again, hint = pending.find(_CLOSE), pending.find(_OPEN), _HINT["xml"]
@@ -333,9 +364,15 @@ class InlineParser:
         self._pending = "" if self._stopped else pending
         return blocks
 
-    def _markdown_line(self, line: str, blocks: list[InlineBlock]) -> None:
+    def _markdown_line(self, line: str, blocks: list[InlineBlock]) -> bool:
+        """Read one whole line; whether it is visible (outside tool blocks, before a made-up response)."""
         if self._stopped:
-            return
+            return False
+        outside = self._fenced is None
+        self._read_markdown_line(line, blocks)
+        return outside and self._fenced is None and not self._stopped
+
+    def _read_markdown_line(self, line: str, blocks: list[InlineBlock]) -> None:
         fence = _fence(line)
         block = self._fenced
         if block is None and not self._other:
@@ -434,6 +471,9 @@ class InlineReader(ReplyReader):
     def text(self, delta: str) -> list[ToolCallReady]:
         self._chunks.append(delta)
         return self._collect(self._parser.feed(delta))
+
+    def shown(self, visible: str) -> str:
+        return self._parser.take_visible()  # the text outside tool blocks (and before a made-up response)
 
     def _collect(self, blocks: list[InlineBlock]) -> list[ToolCallReady]:
         ready = []

@@ -259,8 +259,9 @@ class Turn:
             reply = reader.finish(await session.model.complete(request))
             if reply.reasoning:
                 session.sink(ReasoningChunk(reply.reasoning))
-            if reply.content:
-                session.sink(TextChunk(reply.content))
+            shown = reader.shown(reply.content or "")
+            if shown:
+                session.sink(TextChunk(shown))
             return reply
         inner = session.model.stream(request)
         events = reader.wrap_stream(inner)

@@ -48,6 +48,21 @@ async def test_inline_xml_blocks_run_and_results_come_back_as_one_user_message(
     assert not any(m["role"] == "tool" for m in second)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("fmt", ["xml", "markdown"])
+async def test_inline_tool_blocks_are_not_shown_as_answer_text(
+    agent: Agents, drive: Driver, stream: bool, fmt: str
+) -> None:
+    extra = "tool_format: markdown\n" if fmt == "markdown" else ""
+    spec = agent(mode_body("inline", extra), tools=TOOLS)
+    block = XML_CALL if fmt == "xml" else '```add\n{"a": 2, "b": 3}\n```'
+    options = RunOptions(stream=stream)
+    run = await drive(spec, [text(f"Let me add.\n{block}\n"), text("2 + 3 = 5")], "2+3?", options=options)
+    shown = "".join(e.text for e in run.events if isinstance(e, TextChunk))
+    assert shown.replace("\n", "") == "Let me add.2 + 3 = 5"
+    assert [e.name for e in run.events if isinstance(e, ToolStarted)] == ["add"]  # shown as progress
+
+
 async def test_inline_markdown_blocks(agent: Agents, drive: Driver) -> None:
     spec = agent(mode_body("inline", "tool_format: markdown\n"), tools=TOOLS)
     reply = 'Adding.\n```add\n{"a": 20, "b": 22}\n```\n'
