@@ -100,17 +100,21 @@ def _block(attrs: dict[str, str], body: str) -> ToolBlock:
     )
 
 
-def split_content(text: str, *, stats: ScanStats | None = None) -> list[str | ToolBlock]:
+def split_content(
+    text: str, *, max_blocks: int | None = None, stats: ScanStats | None = None
+) -> list[str | ToolBlock]:
     """The text pieces and finished tool blocks of a message's content, in order.
 
     Blocks still running (``done="false"``) are dropped: a finished block for the same call follows.
     A result that is not a JSON string (written by another tool runner) is kept as its text.
+    With ``max_blocks``, reading stops after ``max_blocks + 1`` blocks (the caller refuses the text).
     """
     finder = _Finder(text, stats if stats is not None else ScanStats())
     parts: list[str | ToolBlock] = []
     position = 0  # the end of the last block
     start = 0  # where to look for the next "<details"
     failed_at = -1  # a tag end ('>') after which no block can be read
+    blocks = 0
     while (candidate := finder.find(_OPEN, start)) != -1:
         start = candidate + len(_OPEN)
         typed = _TYPE.match(text, start)
@@ -134,6 +138,9 @@ def split_content(text: str, *, stats: ScanStats | None = None) -> list[str | To
         attrs = _attributes(text[typed.end() : tag_end])
         if attrs.get("done", "true") == "true":
             parts.append(_block(attrs, text[summary_end + len("</summary>") : body_end]))
+            blocks += 1
+            if max_blocks is not None and blocks > max_blocks:
+                return parts
     if position < len(text):
         parts.append(text[position:])
     return parts

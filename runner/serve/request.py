@@ -79,10 +79,10 @@ def decode_json(raw: bytes) -> Any:
     return _mend(value, fix_text=_SURROGATE_ESCAPE.search(raw) is not None)
 
 
-def _too_many(count: int, limit: int, what: str) -> ApiError:
+def _too_many(count: int, limit: int) -> ApiError:
     return ApiError(
         413,
-        f"the conversation has {count} messages{what}; this server takes at most {limit} "
+        f"the conversation has {count} messages; this server takes at most {limit} "
         "(RUNNER_SERVE_MAX_MESSAGES)",
         param="messages",
         code="too_many_messages",
@@ -93,8 +93,5 @@ def read_chat(raw: bytes, *, max_messages: int = DEFAULT_MAX_MESSAGES) -> tuple[
     """The validated request and its conversation as history (``ApiError`` 400 or 413)."""
     chat = parse_chat_request(decode_json(raw))
     if len(chat.messages) > max_messages:
-        raise _too_many(len(chat.messages), max_messages, "")
-    history = parse_conversation(chat.messages)
-    if len(history.items) > max_messages:
-        raise _too_many(len(history.items), max_messages, " once its earlier tool calls are counted")
-    return chat, history
+        raise _too_many(len(chat.messages), max_messages)
+    return chat, parse_conversation(chat.messages, max_messages=max_messages)
