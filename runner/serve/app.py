@@ -333,6 +333,7 @@ def create_app(
                 allow_origins=origins,
                 allow_methods=["GET", "POST"],
                 allow_headers=["*"],
+                allow_private_network=True,
                 max_age=600,
             ),
         ],

@@ -10,7 +10,7 @@ A web page the user opens can send requests to a server on loopback, and with DN
 - ``Origin``: a request that carries one (browsers send it on every cross-origin request and on
   POSTs) is refused with 403 unless ``allowed_origins`` names it. Allowed origins get CORS
   headers (starlette's ``CORSMiddleware``, wrapped inside this one in ``app.py``), preflights
-  included.
+  included (and Chrome's Private Network Access grant, for an allowed page on a public origin).
 
 Refusals are OpenAI-shaped JSON errors. This module imports no web framework.
 """

@@ -141,6 +141,7 @@ def test_an_allowed_origin_gets_cors_with_its_preflight(served: Any, model: Any)
                 "origin": origin,
                 "access-control-request-method": "POST",
                 "access-control-request-headers": "authorization, content-type, x-stainless-os",
+                "access-control-request-private-network": "true",
             },
         )
     assert preflight.status_code == 200, preflight.text
@@ -149,6 +150,7 @@ def test_an_allowed_origin_gets_cors_with_its_preflight(served: Any, model: Any)
     allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
     assert {"authorization", "content-type", "x-stainless-os"} <= allowed
     assert "origin" in preflight.headers.get("vary", "").lower()
+    assert preflight.headers["access-control-allow-private-network"] == "true"
     with served.http() as http:
         answer = http.post("/v1/chat/completions", json=CHAT, headers={"origin": origin})
         stream = http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers={"origin": origin})
