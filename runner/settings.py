@@ -39,8 +39,33 @@ class Settings(BaseSettings):
     )
     serve_host: str = Field("127.0.0.1", description="Interface `runner serve` binds.")
     serve_port: int = Field(8000, ge=0, le=65535, description="Port `runner serve` binds.")
+    serve_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Browser origins `runner serve` answers, with CORS (comma-separated, e.g. "
+        "`http://localhost:3000`); requests from any other origin are refused with 403.",
+    )
+    serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names `runner serve` answers besides loopback ones (comma-separated); when "
+        "set, the Host header is checked even with API keys.",
+    )
+    serve_max_body_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="Largest request body `runner serve` reads (413 beyond)."
+    )
+    serve_max_messages: int = Field(
+        5000, ge=1, description="Most messages one request may hold, tool calls included (413 beyond)."
+    )
+    serve_header_timeout_s: float = Field(
+        10.0, gt=0, description="Seconds a client has to send a request's headers before it is disconnected."
+    )
+    serve_body_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds a client has to send a request's body (408 after)."
+    )
+    serve_max_connections: int = Field(
+        100, ge=1, description="Open connections `runner serve` serves at once; more are answered 503."
+    )
 
-    @field_validator("serve_api_keys", mode="before")
+    @field_validator("serve_api_keys", "serve_allowed_origins", "serve_allowed_hosts", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):

@@ -366,12 +366,26 @@ def serve(
     no_transcripts: Annotated[
         bool, typer.Option("--no-transcripts", help="Do not write a transcript per request.")
     ] = False,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="A browser origin to answer, with CORS (repeatable; RUNNER_SERVE_ALLOWED_ORIGINS).",
+        ),
+    ] = None,
 ) -> None:
     """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...)."""
     from runner.cli.serve_cmd import run_serve
 
     raise typer.Exit(
-        run_serve(paths or [], host=host, port=port, watch=watch, transcripts=not no_transcripts)
+        run_serve(
+            paths or [],
+            host=host,
+            port=port,
+            watch=watch,
+            transcripts=not no_transcripts,
+            allow_origins=allow_origin or [],
+        )
     )
 
 

@@ -31,7 +31,15 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bool, transcripts: bool) -> int:
+def run_serve(
+    paths: list[str],
+    *,
+    host: str | None,
+    port: int | None,
+    watch: bool,
+    transcripts: bool,
+    allow_origins: list[str] | None = None,
+) -> int:
     """Load the agents under ``paths`` and serve them until Ctrl+C; the exit code."""
     from dataclasses import replace
 
@@ -41,6 +49,7 @@ def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bo
     from runner.serve.app import create_app, is_loopback
     from runner.serve.catalog import load_catalog
     from runner.serve.reload import CatalogHolder
+    from runner.serve.server import server_config
     from runner.settings import load_settings
 
     settings = load_settings()
@@ -68,6 +77,11 @@ def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bo
         CatalogHolder(roots, catalog),
         settings=runtime,
         api_keys=keys,
+        max_body_bytes=settings.serve_max_body_bytes,
+        body_timeout_s=settings.serve_body_timeout_s,
+        max_messages=settings.serve_max_messages,
+        allowed_origins=[*settings.serve_allowed_origins, *(allow_origins or [])],
+        allowed_hosts=settings.serve_allowed_hosts,
         watch=watch,
         report=lambda line: typer.echo(line, err=True),
     )
@@ -81,8 +95,10 @@ def run_serve(paths: list[str], *, host: str | None, port: int | None, watch: bo
     if watch:
         typer.echo("watching the agent files; changes apply to new requests", err=True)
     server = uvicorn.Server(
-        uvicorn.Config(
+        server_config(
             app,
+            header_timeout_s=settings.serve_header_timeout_s,
+            max_connections=settings.serve_max_connections,
             log_level=settings.log_level.lower(),
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             access_log=False,

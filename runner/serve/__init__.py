@@ -5,13 +5,18 @@ Module map:
     catalog.py    which agents are served (files and folders, team members)
     reload.py     CatalogHolder: the catalog and one RuntimeHost per agent; --watch swaps changes in
     protocol.py   the request body: parsing, validation, OpenAI-shaped errors, limits that only lower
+    request.py    a body from bytes to history: valid text, bounded depth and message count
+    text.py       valid Unicode in and out (lone surrogates become U+FFFD)
     details.py    the ``<details type="tool_calls">`` blocks that show executed tools in the content
     history.py    the request's messages as the history a session restores
     engine.py     one request: a Session on the agent's shared runtime, its events as pieces
     sse.py        pieces as chat.completion chunks (seed 002 rules) or one chat.completion
+    guard.py      which Host and Origin headers are answered (ASGI middleware; CORS in app.py)
     app.py        the Starlette app (the only module that imports starlette)
+    server.py     uvicorn's protocol with a header read timeout and a connection cap
 
 Each agent's runtime (tool sources, model client) is built on its first request and kept; every
-request is a new ``Session`` on it, run with ``Session.run``. Everything but ``app.py`` imports
-only the core dependencies, so the Open WebUI pipe (``runner.integrations.openwebui``) shares them.
+request is a new ``Session`` on it, run with ``Session.run``. Everything but ``app.py`` and
+``server.py`` imports only the core dependencies, so the Open WebUI pipe
+(``runner.integrations.openwebui``) shares them.
 """

@@ -6,13 +6,19 @@ Safety: ``Authorization: Bearer KEY`` against the configured keys (constant-time
 with no keys only loopback clients are answered, and the CLI binds nothing else), a request body
 limit (413), per-request parameters that only lower the agent's, and a client that goes away
 (mid-stream or while waiting for a whole answer) cancels its run, which releases its tools.
+
+Against hostile clients (SPEC section 15; ``guard.py``, ``request.py``, ``server.py``): a chat
+request must be ``application/json`` (415 otherwise: a web page cannot send one without a CORS
+preflight), its body must arrive within ``body_timeout_s`` (408), it is decoded and turned into
+history in a worker thread (the event loop keeps answering), and it may hold at most
+``max_messages`` messages (413). ``HostGuard`` refuses unexpected ``Host`` and ``Origin`` headers;
+allowed origins get CORS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -23,6 +29,8 @@ import anyio
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -31,27 +39,39 @@ from starlette.types import Receive
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent
 from runner.serve.engine import ChatRun
-from runner.serve.history import parse_conversation
-from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
+from runner.serve.guard import HostGuard, is_loopback, normalize_origin
+from runner.serve.protocol import ApiError, model_params, request_limits
 from runner.serve.reload import CatalogHolder
+from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
+from runner.serve.text import utf8
 from runner.session import RunOptions
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeState", "create_app", "is_loopback"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "ServeState",
+    "create_app",
+    "is_loopback",
+]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT_S = 30.0
 #: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
 _DRAIN_BYTES = 64 * 1024 * 1024
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (or ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]").split("%")[0]).is_loopback
-    except ValueError:
-        return False
+class _JSON(JSONResponse):
+    """A JSON response that is valid UTF-8 whatever its strings hold (lone surrogates become U+FFFD)."""
+
+    def render(self, content: Any) -> bytes:
+        return utf8(json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+
+
+def _is_json(content_type: str) -> bool:
+    """Whether a ``Content-Type`` value is JSON (``application/json``, parameters allowed)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json"
 
 
 def _ignore(line: str) -> None:
@@ -65,6 +85,8 @@ class ServeState:
     catalog: CatalogHolder
     api_keys: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    max_messages: int = DEFAULT_MAX_MESSAGES
     watch: bool = False
     report: Callable[[str], None] = _ignore
     runs: set[ChatRun] = field(default_factory=set)
@@ -88,7 +110,20 @@ def _model_card(agent: ServedAgent) -> dict[str, Any]:
     return card
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body, within ``limit`` bytes (413) and ``timeout_s`` seconds (408)."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _read_limited(request, limit)
+    except TimeoutError:
+        raise ApiError(
+            408,
+            f"the request body did not arrive within {timeout_s:g} s (RUNNER_SERVE_BODY_TIMEOUT_S)",
+            code="request_timeout",
+        ) from None
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
     too_big = ApiError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > _DRAIN_BYTES:
@@ -140,7 +175,7 @@ async def _complete(request: Request, run: ChatRun, model: str) -> Response:
                 await run.wait_closed()
     if collect not in done:
         return Response(status_code=499)  # nobody is there to read it
-    return JSONResponse(collect.result())
+    return _JSON(collect.result())
 
 
 def create_app(
@@ -149,16 +184,31 @@ def create_app(
     settings: RuntimeSettings,
     api_keys: Sequence[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+    allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
     watch: bool = False,
     report: Callable[[str], None] = _ignore,
 ) -> Starlette:
     """The ASGI app serving ``catalog``'s agents; ``watch`` swaps in reloaded agent files.
 
-    Each agent's runtime is built on its first request and kept until the app stops.
+    Each agent's runtime is built on its first request and kept until the app stops. Without
+    ``api_keys`` (or with ``allowed_hosts``) only requests for a loopback ``Host`` (or one of
+    ``allowed_hosts``) are answered; requests from a browser origin only if ``allowed_origins``
+    names it.
     """
     holder = catalog if isinstance(catalog, CatalogHolder) else CatalogHolder([], catalog)
     holder.configure(settings, report)
-    state = ServeState(holder, tuple(k for k in api_keys if k), max_body_bytes, watch, report)
+    state = ServeState(
+        holder,
+        api_keys=tuple(k for k in api_keys if k),
+        max_body_bytes=max_body_bytes,
+        body_timeout_s=body_timeout_s,
+        max_messages=max_messages,
+        watch=watch,
+        report=report,
+    )
 
     def authorize(request: Request) -> None:
         if not state.api_keys:
@@ -177,12 +227,12 @@ def create_app(
             raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "models": len(holder.current.agents)})
+        return _JSON({"status": "ok", "models": len(holder.current.agents)})
 
     async def list_models(request: Request) -> Response:
         authorize(request)
         cards = [_model_card(agent) for agent in holder.current.agents.values()]
-        return JSONResponse({"object": "list", "data": cards})
+        return _JSON({"object": "list", "data": cards})
 
     async def get_model(request: Request) -> Response:
         authorize(request)
@@ -190,16 +240,21 @@ def create_app(
         agent = holder.get(name)
         if agent is None:
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
-        return JSONResponse(_model_card(agent))
+        return _JSON(_model_card(agent))
 
     async def chat_completions(request: Request) -> Response:
         authorize(request)
-        raw = await _read_body(request, state.max_body_bytes)
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(400, f"the request body is not valid JSON: {exc}", code="invalid_json") from None
-        chat = parse_chat_request(body)
+        content_type = request.headers.get("content-type", "")
+        if not _is_json(content_type):
+            raise ApiError(
+                415,
+                f"the request body must be application/json, not '{content_type[:100] or 'none'}'",
+                code="unsupported_media_type",
+            )
+        raw = await _read_body(request, state.max_body_bytes, state.body_timeout_s)
+        chat, history = await anyio.to_thread.run_sync(
+            lambda: read_chat(raw, max_messages=state.max_messages)
+        )
         agent = holder.get(chat.model)
         host = holder.host(chat.model)
         if agent is None or host is None:
@@ -215,7 +270,7 @@ def create_app(
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
         )
-        run = ChatRun(host, parse_conversation(chat.messages), options=options)
+        run = ChatRun(host, history, options=options)
         await run.start()
         state.track(run)
         if chat.stream:
@@ -225,19 +280,21 @@ def create_app(
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
-        headers = {"www-authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+        headers = {"www-authenticate": "Bearer"} if exc.status == 401 else {}
+        if exc.status in (408, 413):
+            headers["connection"] = "close"  # the rest of the body is not read
+        return _JSON(exc.body(), status_code=exc.status, headers=headers)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return JSONResponse(
+        return _JSON(
             ApiError(exc.status_code, str(exc.detail), type=kind).body(), status_code=exc.status_code
         )
 
     async def server_error(request: Request, exc: Exception) -> Response:
         error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
-        return JSONResponse(error.body(), status_code=500)
+        return _JSON(error.body(), status_code=500)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -262,9 +319,24 @@ def create_app(
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
     ]
+    origins = sorted({normalize_origin(o) for o in allowed_origins if o.strip()})
+    check_host = not state.api_keys or bool(allowed_hosts)
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                HostGuard, check_host=check_host, allowed_hosts=allowed_hosts, allowed_origins=origins
+            ),
+            Middleware(
+                CORSMiddleware,
+                allow_origins=origins,
+                allow_methods=["GET", "POST"],
+                allow_headers=["*"],
+                allow_private_network=True,
+                max_age=600,
+            ),
+        ],
         exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: server_error},
     )
     app.state.serve = state

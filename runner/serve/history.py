@@ -77,8 +77,10 @@ def _call_from_block(block: ToolBlock) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": block.name, "arguments": block.arguments}}
 
 
-def _assistant(message: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
-    """One assistant message of the request as the steps that produced it."""
+def _assistant(
+    message: dict[str, Any], names: dict[str, str], max_blocks: int | None
+) -> list[dict[str, Any]]:
+    """One assistant message of the request as the steps that produced it (up to ``max_blocks`` + 1 calls)."""
     out: list[dict[str, Any]] = []
     text: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -95,7 +97,7 @@ def _assistant(message: dict[str, Any], names: dict[str, str]) -> list[dict[str,
         calls.clear()
         results.clear()
 
-    for part in split_content(_loose_text(message.get("content"))):
+    for part in split_content(_loose_text(message.get("content")), max_blocks=max_blocks):
         if isinstance(part, str):
             if calls:
                 flush(False)
@@ -119,7 +121,9 @@ def _assistant(message: dict[str, Any], names: dict[str, str]) -> list[dict[str,
     return out
 
 
-def _convert(message: dict[str, Any], names: dict[str, str]) -> list[tuple[dict[str, Any], bool]]:
+def _convert(
+    message: dict[str, Any], names: dict[str, str], max_blocks: int | None = None
+) -> list[tuple[dict[str, Any], bool]]:
     role = message["role"]
     content = message.get("content")
     if role in ("system", "developer"):
@@ -136,7 +140,7 @@ def _convert(message: dict[str, Any], names: dict[str, str]) -> list[tuple[dict[
                 False,
             )
         ]
-    return [(m, False) for m in _assistant(message, names)]
+    return [(m, False) for m in _assistant(message, names, max_blocks)]
 
 
 def _pair_results(items: list[tuple[dict[str, Any], bool]]) -> list[tuple[dict[str, Any], bool]]:
@@ -173,8 +177,22 @@ def _pair_results(items: list[tuple[dict[str, Any], bool]]) -> list[tuple[dict[s
     return out
 
 
-def parse_conversation(messages: list[dict[str, Any]]) -> ChatHistory:
-    """Split validated request messages into the history and the new turn's input (``ApiError`` 400)."""
+def _too_many(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        f"the conversation has more than {limit} messages once the tool calls of its earlier answers "
+        "are counted (RUNNER_SERVE_MAX_MESSAGES)",
+        param="messages",
+        code="too_many_messages",
+    )
+
+
+def parse_conversation(messages: list[dict[str, Any]], *, max_messages: int | None = None) -> ChatHistory:
+    """Split validated request messages into the history and the new turn's input (``ApiError`` 400).
+
+    With ``max_messages``, a history that would hold more messages (each tool block of an earlier
+    answer becomes two) is refused with a 413 as soon as that is known.
+    """
     last = messages[-1]
     body = messages
     text: str | None = None
@@ -191,6 +209,12 @@ def parse_conversation(messages: list[dict[str, Any]]) -> ChatHistory:
     names: dict[str, str] = {}
     items: list[tuple[dict[str, Any], bool]] = []
     for message in body:
-        items.extend(_convert(message, names))
+        remaining = None if max_messages is None else max_messages - len(items)
+        items.extend(_convert(message, names, remaining))
+        if max_messages is not None and len(items) > max_messages:
+            raise _too_many(max_messages)
     first = next((t for m in messages if m["role"] == "user" and (t := _text_of(m.get("content")))), "")
-    return ChatHistory(items=_pair_results(items), text=text, names=names, first_input=first)
+    items = _pair_results(items)  # unanswered calls get a result
+    if max_messages is not None and len(items) > max_messages:
+        raise _too_many(max_messages)
+    return ChatHistory(items=items, text=text, names=names, first_input=first)

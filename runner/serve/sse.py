@@ -21,6 +21,7 @@ from runner.models.base import ToolCall, Usage
 from runner.serve.details import render_details
 from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, ToolBlock
 from runner.serve.protocol import ApiError
+from runner.serve.text import utf8
 
 __all__ = [
     "DONE",
@@ -38,8 +39,8 @@ DONE = b"data: [DONE]\n\n"
 
 
 def encode(chunk: dict[str, Any]) -> bytes:
-    """One server-sent event holding ``chunk`` as compact JSON."""
-    return b"data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    """One server-sent event holding ``chunk`` as compact JSON (valid UTF-8, whatever its text holds)."""
+    return b"data: " + utf8(json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))) + b"\n\n"
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:

@@ -31,6 +31,7 @@ from runner.runtime import RuntimeSettings
 from runner.serve.app import create_app
 from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
+from runner.serve.server import server_config
 from runner.testing import ScriptedServer
 
 DETAILS = re.compile(
@@ -322,12 +323,12 @@ class AsyncCheckingTransport(httpx.AsyncBaseTransport):
 class Served:
     """The app on uvicorn in a background thread (127.0.0.1, a free port), with checked clients."""
 
-    def __init__(self, app: Any, recorder: Recorder, holder: CatalogHolder) -> None:
+    def __init__(self, app: Any, recorder: Recorder, holder: CatalogHolder, **limits: Any) -> None:
         self.app = app
         self.recorder = recorder
         self.holder = holder
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
+        config = server_config(
+            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5, **limits
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn-test", daemon=True)
@@ -459,15 +460,18 @@ def recorder() -> Iterator[Recorder]:
 
 @pytest.fixture
 def serve_app(home: Path, recorder: Recorder) -> Iterator[Callable[..., Served]]:
-    """``serve_app(paths, **create_app_options)`` serves the agents under ``paths`` until the test ends."""
+    """``serve_app(paths, server={...}, **create_app_options)`` serves ``paths`` until the test ends.
+
+    ``server`` holds the connection limits of ``server_config`` (``header_timeout_s``, ...).
+    """
     started: list[Served] = []
 
-    def start(paths: Sequence[Path], **options: Any) -> Served:
+    def start(paths: Sequence[Path], *, server: dict[str, Any] | None = None, **options: Any) -> Served:
         catalog = load_catalog(list(paths))
         holder = CatalogHolder(list(paths), catalog)
         options.setdefault("settings", RuntimeSettings(home=home))
         app = create_app(holder, **options)
-        served = Served(app, recorder, holder)
+        served = Served(app, recorder, holder, **(server or {}))
         served.start()
         started.append(served)
         return served

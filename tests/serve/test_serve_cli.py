@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -22,7 +23,13 @@ RUNNER = str(Path(sys.executable).parent / "runner")
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    for name in ("RUNNER_SERVE_API_KEYS", "RUNNER_SERVE_HOST", "RUNNER_SERVE_PORT"):
+    for name in (
+        "RUNNER_SERVE_API_KEYS",
+        "RUNNER_SERVE_HOST",
+        "RUNNER_SERVE_PORT",
+        "RUNNER_SERVE_ALLOWED_ORIGINS",
+        "RUNNER_SERVE_ALLOWED_HOSTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
@@ -58,7 +65,7 @@ def test_runner_serve_answers_the_openai_sdk_and_stops_on_ctrl_c(
     server = scripted([{"content": "Served from a subprocess."}], repeat=True)
     agent_files.write("remote", server)
     process = subprocess.Popen(
-        [RUNNER, "serve", str(agent_files.root), "--port", "0"],
+        [RUNNER, "serve", str(agent_files.root), "--port", "0", "--allow-origin", "http://localhost:3000"],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -77,6 +84,11 @@ def test_runner_serve_answers_the_openai_sdk_and_stops_on_ctrl_c(
         client = openai.OpenAI(base_url=match.group(1), api_key="none", max_retries=0)
         answer = client.chat.completions.create(model="remote", messages=[{"role": "user", "content": "hi"}])
         assert answer.choices[0].message.content == "Served from a subprocess."
+        base = match.group(1)
+        allowed = httpx.get(base + "/models", headers={"origin": "http://localhost:3000"})
+        assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert httpx.get(base + "/models", headers={"origin": "http://evil.example"}).status_code == 403
+        assert httpx.get(base + "/models", headers={"host": "evil.example"}).status_code == 403
         process.send_signal(signal.SIGINT)
         process.wait(timeout=15)
     finally:
@@ -87,3 +99,22 @@ def test_runner_serve_answers_the_openai_sdk_and_stops_on_ctrl_c(
     rest = process.stderr.read() if process.stderr else ""
     assert "stopped" in rest and "Traceback" not in rest
     assert list((tmp_path / "home" / "sessions").glob("*.jsonl"))
+
+
+def test_serve_limits_are_settings_with_defaults(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.settings import load_settings
+
+    defaults = load_settings()
+    assert defaults.serve_allowed_origins == [] and defaults.serve_allowed_hosts == []
+    assert defaults.serve_header_timeout_s == 10 and defaults.serve_body_timeout_s == 30
+    assert defaults.serve_max_connections == 100 and defaults.serve_max_messages == 5000
+    monkeypatch.setenv("RUNNER_SERVE_ALLOWED_ORIGINS", "http://localhost:3000, https://chat.example")
+    monkeypatch.setenv("RUNNER_SERVE_MAX_CONNECTIONS", "7")
+    chosen = load_settings()
+    assert chosen.serve_allowed_origins == ["http://localhost:3000", "https://chat.example"]
+    assert chosen.serve_max_connections == 7
+    monkeypatch.setenv("RUNNER_SERVE_BODY_TIMEOUT_S", "0")
+    result = CliRunner().invoke(app, ["serve", "agents"])
+    assert result.exit_code == 2 and "RUNNER_SERVE_BODY_TIMEOUT_S" in result.output

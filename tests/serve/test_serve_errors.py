@@ -141,11 +141,13 @@ def test_oversized_body_is_413(served: Any, chunked: bool) -> None:
     payload = (
         b'{"model": "hello", "messages": [{"role": "user", "content": "' + b"x" * (5 * 1024 * 1024) + b'"}]}'
     )
+    json_type = {"content-type": "application/json"}
     with served.http() as http:
         if chunked:
-            response = http.post("/v1/chat/completions", content=iter([payload[:1000], payload[1000:]]))
+            parts = iter([payload[:1000], payload[1000:]])
+            response = http.post("/v1/chat/completions", content=parts, headers=json_type)
         else:
-            response = http.post("/v1/chat/completions", content=payload)
+            response = http.post("/v1/chat/completions", content=payload, headers=json_type)
     assert response.status_code == 413
     assert error_of(response)["code"] == "request_too_large"
 
