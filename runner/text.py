@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-__all__ = ["valid_record", "valid_text"]
+__all__ = ["utf8", "valid_record", "valid_text"]
 
 T = TypeVar("T")
 
@@ -24,6 +24,14 @@ def valid_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8, lone surrogates written as U+FFFD (never a ``UnicodeEncodeError``)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return valid_text(text).encode("utf-8")
 
 
 def valid_record(value: T) -> T:

@@ -69,6 +69,10 @@ def run_serve(
         paths = ["agents"]
     roots = [Path(p) for p in paths]
     catalog = load_catalog(roots)
+    from runner.cli.guard import note_secrets
+
+    for served in catalog.agents.values():
+        note_secrets(served.config)  # the server's own log lines are redacted too
     for line in catalog.problems():
         typer.echo(f"warning: {line}", err=True)
     if not catalog.agents:

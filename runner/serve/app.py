@@ -44,8 +44,8 @@ from runner.serve.protocol import ApiError, model_params, request_limits
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
-from runner.serve.text import utf8
 from runner.session import RunOptions
+from runner.text import utf8
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",

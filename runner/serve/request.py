@@ -21,7 +21,7 @@ from typing import Any
 
 from runner.serve.history import ChatHistory, parse_conversation
 from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
-from runner.serve.text import valid_text
+from runner.text import valid_text
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "MAX_DEPTH", "decode_json", "read_chat"]
 

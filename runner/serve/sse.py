@@ -21,7 +21,7 @@ from runner.models.base import ToolCall, Usage
 from runner.serve.details import render_details
 from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, ToolBlock
 from runner.serve.protocol import ApiError
-from runner.serve.text import utf8
+from runner.text import utf8
 
 __all__ = [
     "DONE",
