@@ -24,6 +24,7 @@ from runner.agentfile.config import HOOK_EVENT_RULES, MESSAGE_EVENTS, AgentConfi
 from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
 from runner.tools.bounded import Escaped, bounded
+from runner.tools.capture import printing_to_stderr
 from runner.tools.threads import run_in_thread
 
 __all__ = [
@@ -219,8 +220,9 @@ class HookChains:
                 raise HookFailed(f"{hook.value} is not callable")
             fn = self._callables[key] = found
         try:
-            work = fn(event) if inspect.iscoroutinefunction(fn) else run_in_thread(fn, event)
-            value = await bounded(work, hook.timeout_s)
+            with printing_to_stderr():  # what a hook prints must not land in the answer
+                work = fn(event) if inspect.iscoroutinefunction(fn) else run_in_thread(fn, event)
+                value = await bounded(work, hook.timeout_s)
             return HookResult.coerce(value)
         except TimeoutError:
             raise HookFailed(f"{hook.value} timed out after {hook.timeout_s:g} s") from None

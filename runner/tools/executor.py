@@ -34,6 +34,7 @@ from runner.errors import ToolError
 from runner.text import valid_record, valid_text
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.bounded import Escaped, bounded
+from runner.tools.capture import printing_to_stderr
 from runner.tools.registry import ToolRegistry
 
 __all__ = [
@@ -293,7 +294,8 @@ async def _run(
 
 async def _call(tool: Tool, arguments: dict[str, Any], ctx: RunContext) -> Any:
     try:
-        return await tool.call(arguments, ctx)
+        with printing_to_stderr():
+            return await tool.call(arguments, ctx)
     except TimeoutError as exc:  # the tool's own: not to be taken for the call's deadline
         raise ToolError(_describe(exc) if str(exc) else "TimeoutError") from None
 

@@ -317,3 +317,53 @@ def test_after_resume_the_model_gets_the_real_secret_of_the_system_prompt(
     assert resumed.returncode == 0, resumed.stderr
     system = server.requests[1]["messages"][0]
     assert system["role"] == "system" and SECRET in system["content"]
+
+
+PRINTING_TOOLS = '''
+import asyncio
+
+
+def chatty() -> str:
+    """Prints while it works."""
+    print("debug: sync tool working")
+    return "result"
+
+
+async def chatty_async() -> str:
+    """Prints while it works, on the event loop."""
+    print("debug: async tool working")
+    await asyncio.sleep(0)
+    return "result"
+'''
+
+PRINTING_HOOKS = """
+def noisy(event):
+    print("debug: hook ran")
+"""
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_what_tools_and_hooks_print_goes_to_stderr_and_stdout_stays_clean(
+    cli: Cli, serve: Any, tmp_path: Path, json_output: bool
+) -> None:
+    calls = [{"name": "chatty", "arguments": {}}, {"name": "chatty_async", "arguments": {}}]
+    server = serve([{"tool_calls": calls}, {"content": "the answer"}])
+    folder = tmp_path / "a"
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n  retries: 0\n"
+        "prompts:\n  system: You answer.\ntools:\n  - python: tools_mod\n"
+        "hooks:\n  turn_pre:\n    - python: hooks_mod:noisy\n"
+    )
+    agent = write_agent(folder, body, tools=PRINTING_TOOLS)
+    (folder / "hooks_mod.py").write_text(PRINTING_HOOKS, encoding="utf-8")
+    result = cli("run", str(agent), "-p", "go", *(["--json"] if json_output else []))
+    assert result.returncode == 0, result.stderr
+    assert "debug:" not in result.stdout
+    for line in ("debug: sync tool working", "debug: async tool working", "debug: hook ran"):
+        assert line in result.stderr
+    if json_output:
+        import json
+
+        assert all(json.loads(line) for line in result.stdout.splitlines())
+    else:
+        assert result.stdout.strip() == "the answer"
