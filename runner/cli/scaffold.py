@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runner.errors import ConfigError
 
-__all__ = ["AGENT_TEMPLATE", "TEST_TEMPLATE", "TOOLS_TEMPLATE", "scaffold"]
+__all__ = ["AGENT_TEMPLATE", "GITIGNORE_TEMPLATE", "TEST_TEMPLATE", "TOOLS_TEMPLATE", "scaffold"]
 
 AGENT_TEMPLATE = """\
 # yaml-language-server: $schema=https://runner.dev/schemas/agent.schema.json
@@ -18,6 +18,7 @@ description: A starting point. Edit the prompt, add tools, run it.
 
 model:
   id: ${{RUNNER_MODEL:-openai/gpt-4o-mini}}
+  api_base: ${{OPENAI_BASE_URL:-}}  # a local OpenAI-compatible server (the fast path), or empty
   api_key: ${{OPENAI_API_KEY:-}}
 
 prompts:
@@ -88,6 +89,13 @@ def test_word_count_counts_words() -> None:
 '''
 
 
+GITIGNORE_TEMPLATE = """\
+# runner's sessions (transcripts) and caches
+.runner/
+__pycache__/
+"""
+
+
 def _module_name(name: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", name) + "_tools"
 
@@ -107,6 +115,8 @@ def scaffold(directory: Path, *, name: str | None = None) -> list[Path]:
         directory / f"{module}.py": TOOLS_TEMPLATE.format(name=agent_name),
         directory / "tests" / f"test_{module}.py": TEST_TEMPLATE.format(name=agent_name, module=module),
     }
+    if not (directory / ".gitignore").exists():  # an existing one is the user's: left as it is
+        files[directory / ".gitignore"] = GITIGNORE_TEMPLATE
     existing = [p for p in files if p.exists()]
     if existing:
         raise ConfigError(

@@ -141,6 +141,7 @@ def test_init_creates_an_agent_that_validates(
         "created my-agent/agent.yaml",
         "created my-agent/my_agent_tools.py",
         "created my-agent/tests/test_my_agent_tools.py",
+        "created my-agent/.gitignore",
         "next: runner validate my-agent/agent.yaml && runner render my-agent/agent.yaml",
         "then, with a model key: runner test my-agent/agent.yaml --update   (records the test's cassette;",
         "      afterwards `runner test my-agent/agent.yaml` replays it offline, e.g. in CI)",
@@ -152,6 +153,10 @@ def test_init_creates_an_agent_that_validates(
     assert [(t.kind, t.target) for t in spec.tools] == [("python", "my_agent_tools")]
     assert cli("validate", "my-agent/agent.yaml").exit_code == 0
     assert cli("render", "my-agent/agent.yaml").exit_code == 0
+    assert ".runner/" in (tmp_path / "my-agent" / ".gitignore").read_text().splitlines()
+    # the README's local-server line: OPENAI_BASE_URL reaches the agent (the fast path, no key needed)
+    local = load_agent(agent, env={"OPENAI_BASE_URL": "http://127.0.0.1:8700/v1"})
+    assert local.model.api_base == "http://127.0.0.1:8700/v1"
 
 
 def test_init_takes_the_name_option(cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
