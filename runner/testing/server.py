@@ -124,8 +124,8 @@ class ScriptedServer:
                 self.unexpected += 1
                 return {
                     "status": 400,
-                    "error": f"ScriptedServer: no scripted reply left for request #{len(self.requests)} "
-                    f"(the script has {len(script)} entries)",
+                    "error": f"ScriptedServer: script exhausted after {len(script)} replies "
+                    f"(request #{len(self.requests)}); use --repeat (repeat=True) to cycle it",
                 }
         if callable(step):
             try:

@@ -162,7 +162,8 @@ def test_server_beyond_its_script_answers_400_and_fails_assert_complete() -> Non
         assert post(server).status_code == 200
         response = post(server)
         assert response.status_code == 400
-        assert "no scripted reply left" in response.json()["error"]["message"]
+        assert "script exhausted after" in response.json()["error"]["message"]
+        assert "--repeat" in response.json()["error"]["message"]
         with pytest.raises(AssertionError, match="after the script ended"):
             server.assert_complete()
 
