@@ -68,9 +68,24 @@ class Settings(BaseSettings):
     @field_validator("serve_api_keys", "serve_allowed_origins", "serve_allowed_hosts", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [k.strip() for k in value.split(",") if k.strip()]
-        return value
+        """Commas (``k1,k2``) or a JSON list (``["k1", "k2"]``, what pydantic-settings users write)."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            try:
+                items = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError("starts with '[' but is not a JSON list of strings") from None
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise ValueError("must be a JSON list of strings, or values separated by commas")
+            return [i.strip() for i in items if i.strip()]
+        items = [k.strip() for k in text.split(",") if k.strip()]
+        if any(c in item for item in items for c in '[]"{}'):
+            raise ValueError("looks like neither a JSON list nor values separated by commas")
+        return items
 
     @field_validator("log_level")
     @classmethod

@@ -38,3 +38,26 @@ def test_invalid_value_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("RUNNER_SERVE_PORT", "eighty")
     with pytest.raises(ConfigError, match="RUNNER_SERVE_PORT"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("value", "keys"),
+    [('["k1"]', ["k1"]), ('["k1", " k2 "]', ["k1", "k2"]), ("k1,k2", ["k1", "k2"]), ("k1", ["k1"])],
+)
+def test_api_keys_are_a_json_list_or_commas(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, keys: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RUNNER_SERVE_API_KEYS", value)
+    assert load_settings().serve_api_keys == keys
+
+
+@pytest.mark.parametrize("value", ['["k1"', "[1, 2]", '{"k": 1}', 'k1,"k2"'])
+def test_api_keys_that_look_like_neither_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RUNNER_SERVE_API_KEYS", value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "RUNNER_SERVE_API_KEYS" in str(caught.value)
