@@ -59,23 +59,41 @@ class ConsoleOutput:
         self._open_line = False
         self._in_reasoning = False
         self.usage = Usage()
+        self._spinner: Any = None  # on a terminal: what the run is waiting for, with the time spent
+
+    def _rich(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.err, highlight=False, soft_wrap=True)
+        return self._console
+
+    def _wait(self, label: str) -> None:
+        """On a terminal, a spinner with the elapsed time until the next output (off one: nothing)."""
+        self._stop_waiting()
+        if self.color and self.err.isatty():
+            self._spinner = _Waiting(self._rich(), label)
+
+    def _stop_waiting(self) -> None:
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
 
     def _line(self, text: str, style: str = "") -> None:
+        self._stop_waiting()
         if self._open_line:
             self.out.write("\n")
             self.out.flush()
             self._open_line = False
         if self.color:
-            if self._console is None:
-                from rich.console import Console
-
-                self._console = Console(file=self.err, highlight=False, soft_wrap=True)
-            self._console.print(text, style=style or None, markup=False)
+            self._rich().print(text, style=style or None, markup=False)
         else:
             self.err.write(text + "\n")
             self.err.flush()
 
     def __call__(self, event: LoopEvent) -> None:
+        if not isinstance(event, UsageUpdate):
+            self._stop_waiting()
         if isinstance(event, TextChunk):
             if self._in_reasoning:
                 self._in_reasoning = False
@@ -90,9 +108,11 @@ class ConsoleOutput:
                 self.err.flush()
         elif isinstance(event, StepStarted):
             self._line(f"· turn {event.turn} step {event.step}", "dim")
+            self._wait("waiting for the model")
         elif isinstance(event, ToolStarted):
             args = json.dumps(event.arguments, ensure_ascii=False)
             self._line(f"→ {event.name} {_short(args)}", "cyan")
+            self._wait(f"running {event.name}")
         elif isinstance(event, ToolFinished):
             r = event.result
             mark = "✗" if r.is_error else "←"
@@ -114,7 +134,30 @@ class ConsoleOutput:
 
     def finish(self) -> None:
         """Print the session's usage on stderr."""
+        self._stop_waiting()
         self._line(usage_line(self.usage), "dim")
+
+
+class _Waiting:
+    """A rich spinner on stderr: ``label 3.2 s``, refreshed until ``stop``."""
+
+    def __init__(self, console: Any, label: str) -> None:
+        import time
+
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        self._label, self._clock, self._started = label, time.monotonic, time.monotonic()
+        self._spinner = Spinner("dots", text=label, style="dim")
+        self._live = Live(self, console=console, refresh_per_second=8, transient=True)
+        self._live.start()
+
+    def __rich__(self) -> Any:
+        self._spinner.update(text=f"{self._label} {self._clock() - self._started:.1f} s")
+        return self._spinner
+
+    def stop(self) -> None:
+        self._live.stop()
 
 
 class JsonOutput:

@@ -58,3 +58,35 @@ def test_valid_text_keeps_pairs_and_valid_record_keeps_unchanged_objects() -> No
     record = {"a": ["b", {"c": 1}]}
     assert valid_record(record) is record
     assert valid_record({"a\udcff": ("x\ud800",)}) == {"a\ufffd": ("x\ufffd",)}
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_shows_what_the_run_waits_for_with_the_time_spent() -> None:
+    import time
+
+    from runner.cli.output import ConsoleOutput
+    from runner.session.events import StepStarted, TextChunk
+
+    err, out = _Terminal(), io.StringIO()
+    output = ConsoleOutput(stdout=out, stderr=err, color=True)
+    output(StepStarted(1, 1))
+    time.sleep(0.4)
+    output(TextChunk("hello"))
+    output.finish()
+    shown = err.getvalue()
+    assert "waiting for the model" in shown and " s" in shown
+    assert out.getvalue() == "hello\n" or out.getvalue().startswith("hello")
+
+
+def test_off_a_terminal_progress_stays_plain_lines() -> None:
+    from runner.cli.output import ConsoleOutput
+    from runner.session.events import StepStarted
+
+    err = io.StringIO()
+    output = ConsoleOutput(stdout=io.StringIO(), stderr=err, color=False)
+    output(StepStarted(1, 1))
+    assert err.getvalue() == "· turn 1 step 1\n"
