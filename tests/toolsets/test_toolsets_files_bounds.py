@@ -127,7 +127,9 @@ async def test_a_slow_search_stops_at_search_timeout_with_an_error_and_the_loop_
     )
     assert 1.9 < elapsed < 2 + 5, f"took {elapsed:.1f} s"
     await wait_for_idle_workers(baseline, within_s=5)
-    assert ticker.ticks >= 10 and ticker.max_gap < 1.0, f"the loop stalled for {ticker.max_gap:.2f} s"
+    assert ticker.ticks >= 10 and ticker.max_gap < 1.0, (
+        f"{ticker.ticks} ticks, longest gap {ticker.max_gap:.2f} s"
+    )
 
 
 async def test_a_tool_timeout_ends_the_call_on_time_and_the_abandoned_search_stops(
