@@ -2,8 +2,17 @@
 
 Tools: ``files_read``, ``files_write`` (left out when ``allow_write: false``), ``files_list`` and
 ``files_search``. Options: ``root`` (required; relative to the agent file; created, with its parents,
-when missing), ``max_read_chars`` (default 50000), ``allow_write`` (default true) and ``max_results``
-(entries listed / matches found per call, default 200).
+when missing), ``max_read_chars`` (default 50000), ``allow_write`` (default true), ``max_results``
+(entries listed / matches found per call, default 200) and ``search_timeout_s`` (default 20).
+
+Bounded work: ``files_read`` keeps at most ``max_read_chars`` characters, and no more than the run's
+``limits.tool_output_chars`` leaves room for (so its own note, saying how to read on, is never cut
+off); the file is read in chunks (``_files_read``), so a huge single line costs one chunk of memory.
+``files_search`` matches with RE2, in linear time and without holding the GIL, over lines read in
+bounded pieces, and stops at ``search_timeout_s`` with a tool error naming the limit
+(``_files_search`` has the syntax and the bounds). A folder search skips files over 5 MB (a note
+names them); a file named as ``path`` is searched whatever its size. Both tools run on the runner's
+worker threads and stop early when their call is abandoned (a tool timeout, Ctrl+C).
 
 Confinement: every path is joined to the root and resolved (``..`` collapsed, symlinks followed) and
 must land inside the resolved root, so ``../x``, absolute paths elsewhere and symlinks pointing out of
@@ -14,17 +23,20 @@ guarded against: the toolset confines a model, not a hostile local user.)
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import os
-import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, MutableSequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.builtin import builtin_tool
+from runner.tools.threads import run_in_thread
+from toolsets._files_read import read_excerpt
+from toolsets._files_search import Matcher, SearchStopped, compile_query
 
 if TYPE_CHECKING:
     from runner.tools.builtin import ToolsetContext
@@ -56,6 +68,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": 200,
             "description": "the most entries files_list and matches files_search return per call",
         },
+        "search_timeout_s": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 20,
+            "description": "the longest a files_search call may run; past it, it stops with an error",
+        },
     },
     "required": ["root"],
     "additionalProperties": False,
@@ -68,13 +86,20 @@ _SKIPPED_DIRS = frozenset(
 _SNIFF_BYTES = 8192
 _MAX_SEARCH_FILE_BYTES = 5_000_000
 _MAX_MATCH_LINE_CHARS = 200
+_NOTE_ROOM = 300  # characters kept free for a cut note under limits.tool_output_chars
+_LISTED_SKIPS = 5
+
+T = TypeVar("T")
 
 
 def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     """The file tools, confined to the ``root`` option (created when missing)."""
     root = ctx.folder(str(options["root"]), option="root", what="the root folder")
     files = _Files(
-        root, max_read_chars=int(options["max_read_chars"]), max_results=int(options["max_results"])
+        root,
+        max_read_chars=int(options["max_read_chars"]),
+        max_results=int(options["max_results"]),
+        search_timeout_s=float(options["search_timeout_s"]),
     )
     tools = [files.read_tool()]
     if options["allow_write"]:
@@ -92,21 +117,39 @@ def _tool(
 _PATH_NOTE = "Paths are relative to the workspace root ('.' is the root); nothing outside it is reachable."
 
 
+async def _abandonable(work: Callable[[threading.Event], T]) -> T:
+    """``work(stop)`` on a worker thread; ``stop`` is set when this call ends (a timeout, Ctrl+C)."""
+    stop = threading.Event()
+    try:
+        return await run_in_thread(work, stop)
+    finally:
+        stop.set()
+
+
+def _room(output_chars: int) -> int | None:
+    """The characters a result may use under ``tool_output_chars`` with its note kept (None: no limit)."""
+    if output_chars <= 0:
+        return None
+    return output_chars - _NOTE_ROOM if output_chars > 2 * _NOTE_ROOM else max(1, output_chars // 2)
+
+
 class _Files:
     """The tool implementations, sharing one resolved root and the limits."""
 
-    def __init__(self, root: Path, *, max_read_chars: int, max_results: int) -> None:
+    def __init__(self, root: Path, *, max_read_chars: int, max_results: int, search_timeout_s: float) -> None:
         self.root = root
         self.max_read_chars = max_read_chars
         self.max_results = max_results
+        self.search_timeout_s = search_timeout_s
 
     def read_tool(self) -> Tool:
         """``files_read``: a text file, whole or a line range."""
 
         async def call(arguments: dict[str, Any], run: RunContext) -> str:
-            start = arguments.get("start_line")
-            end = arguments.get("end_line")
-            return await asyncio.to_thread(self.read, str(arguments["path"]), start, end)
+            path, start, end = str(arguments["path"]), arguments.get("start_line"), arguments.get("end_line")
+            room = _room(run.output_chars)
+            limit = self.max_read_chars if room is None else min(self.max_read_chars, room)
+            return await _abandonable(lambda stop: self.read(path, start, end, limit=limit, stop=stop))
 
         return _tool(
             "files_read",
@@ -127,7 +170,7 @@ class _Files:
 
         async def call(arguments: dict[str, Any], run: RunContext) -> str:
             path, content = str(arguments["path"]), str(arguments["content"])
-            return await asyncio.to_thread(self.write, path, content, bool(arguments.get("append", False)))
+            return await run_in_thread(self.write, path, content, bool(arguments.get("append", False)))
 
         return _tool(
             "files_write",
@@ -149,7 +192,7 @@ class _Files:
             path = str(arguments.get("path") or ".")
             pattern = arguments.get("pattern")
             depth = int(arguments.get("depth", 2))
-            return await asyncio.to_thread(self.list, path, pattern, depth)
+            return await run_in_thread(self.list, path, pattern, depth)
 
         return _tool(
             "files_list",
@@ -168,21 +211,35 @@ class _Files:
         """``files_search``: lines containing a text or matching a regex."""
 
         async def call(arguments: dict[str, Any], run: RunContext) -> str:
-            return await asyncio.to_thread(
-                self.search,
-                str(arguments["query"]),
-                str(arguments.get("path") or "."),
-                regex=bool(arguments.get("regex", False)),
-                pattern=arguments.get("pattern"),
-                case_sensitive=bool(arguments.get("case_sensitive", False)),
+            query, path = str(arguments["query"]), str(arguments.get("path") or ".")
+            regex = bool(arguments.get("regex", False))
+            pattern, case_sensitive = arguments.get("pattern"), bool(arguments.get("case_sensitive", False))
+            room = _room(run.output_chars)
+            return await _abandonable(
+                lambda stop: self.search(
+                    query,
+                    path,
+                    regex=regex,
+                    pattern=pattern,
+                    case_sensitive=case_sensitive,
+                    room=room,
+                    stop=stop,
+                )
             )
 
         return _tool(
             "files_search",
-            "Search text files for lines containing `query` (or matching it as a Python regex with "
-            f"regex=true); returns 'path:line: text' for at most {self.max_results} matches. {_PATH_NOTE}",
+            "Search text files for lines containing `query` (or matching it as a regular expression with "
+            "regex=true: RE2 syntax, i.e. Python's without backreferences or look-around); returns "
+            f"'path:line: text' for at most {self.max_results} matches. A search stops after "
+            f"{self.search_timeout_s:g} s. {_PATH_NOTE}",
             {
-                "query": {"type": "string", "minLength": 1, "description": "the text or regex to find"},
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 4096,
+                    "description": "the text or regex to find",
+                },
                 "path": {"type": "string", "description": "a folder or file to search (default: the root)"},
                 "regex": {"type": "boolean", "description": "treat query as a regular expression"},
                 "pattern": {"type": "string", "description": "only files whose name matches this glob"},
@@ -206,8 +263,10 @@ class _Files:
             )
         return target
 
-    def read(self, raw: str, start_line: int | None, end_line: int | None) -> str:
-        """The text of a file (or of lines start..end), cut at ``max_read_chars`` with a note."""
+    def read(
+        self, raw: str, start_line: int | None, end_line: int | None, *, limit: int, stop: threading.Event
+    ) -> str:
+        """The text of a file (or of lines start..end), cut at ``limit`` characters with a note."""
         target = self._existing(raw, want_file=True)
         if _is_binary(target):
             raise ToolError(
@@ -216,35 +275,26 @@ class _Files:
         start = start_line or 1
         if end_line is not None and end_line < start:
             raise ToolError(f"end_line ({end_line}) is before start_line ({start}).")
-        shown: list[str] = []
-        size, last, total, cut = 0, 0, 0, False
-        with target.open(encoding="utf-8", errors="replace", newline="") as handle:
-            for total, line in enumerate(handle, 1):  # ``total`` ends as the line count
-                if total < start or (end_line is not None and total > end_line) or cut:
-                    continue
-                if size + len(line) > self.max_read_chars:
-                    cut = True
-                    if not shown:  # one line longer than the limit: show its beginning
-                        shown.append(line[: self.max_read_chars])
-                        last = total
-                    continue
-                shown.append(line)
-                size += len(line)
-                last = total
-        if total == 0:
+        part = read_excerpt(target, start=start, end=end_line, limit=limit, stop=stop)
+        if part.total == 0:
             return "[empty file]"
-        if start > total:
-            raise ToolError(f"{raw!r} has only {total} lines; start_line {start} is past the end.")
-        text = "".join(shown)
-        if cut:
-            more = f"start_line={last + 1}" if last < total else "a narrower range"
+        if start > part.total:
+            raise ToolError(f"{raw!r} has only {part.total} lines; start_line {start} is past the end.")
+        if part.partial_line:
+            onward = f"; read on with start_line={part.last + 1}" if part.last < part.total else ""
             return (
-                f"{text}\n[cut at {self.max_read_chars} characters: showing lines {start}-{last} "
-                f"of {total}; read on with {more}]"
+                f"{part.text}\n[cut at {limit} characters (the file is {part.size} bytes): line {part.last} "
+                f"alone is longer, only its beginning is shown (files_search finds text in the rest)"
+                f"{onward}]"
+            )
+        if part.cut:
+            return (
+                f"{part.text}\n[cut at {limit} characters (the file is {part.size} bytes): showing lines "
+                f"{start}-{part.last} of {part.total}; read on with start_line={part.last + 1}]"
             )
         if start_line is not None or end_line is not None:
-            return f"{text}\n[lines {start}-{last} of {total}]"
-        return text
+            return f"{part.text}\n[lines {start}-{part.last} of {part.total}]"
+        return part.text
 
     def write(self, raw: str, content: str, append: bool) -> str:
         """Write (or append) ``content``; parent folders inside the root are created."""
@@ -281,36 +331,49 @@ class _Files:
         note = [f"[{more} more entries not shown; narrow with path, pattern or depth]"] if more else []
         return "\n".join([header, *lines, *note])
 
-    def search(self, query: str, raw: str, *, regex: bool, pattern: str | None, case_sensitive: bool) -> str:
-        """Matching lines as ``path:line: text``, at most ``max_results``."""
-        flags = 0 if case_sensitive else re.IGNORECASE
-        try:
-            compiled = re.compile(query if regex else re.escape(query), flags)
-        except re.error as exc:
-            raise ToolError(f"Invalid regular expression {query!r}: {exc}") from None
+    def search(
+        self,
+        query: str,
+        raw: str,
+        *,
+        regex: bool,
+        pattern: str | None,
+        case_sensitive: bool,
+        room: int | None,
+        stop: threading.Event,
+    ) -> str:
+        """Matching lines as ``path:line: text``, at most ``max_results`` (and ``room`` characters)."""
+        matcher = compile_query(query, regex=regex, case_sensitive=case_sensitive)
+        deadline = time.monotonic() + self.search_timeout_s
         base = self.resolve(raw)
         if not base.exists():
             raise ToolError(f"No such file or folder: {raw!r}.")
-        candidates = [(base, False)] if base.is_file() else _walk(base, depth=None, skip=_SKIPPED_DIRS)
+        named = base.is_file()
+        candidates = [(base, False)] if named else _walk(base, depth=None, skip=_SKIPPED_DIRS)
         matches: list[str] = []
-        more = 0
-        for path, is_dir in candidates:
-            if is_dir or (pattern and not fnmatch.fnmatch(path.name, pattern)):
-                continue
-            for number, line in self._matching_lines(path, compiled):
-                if len(matches) >= self.max_results:
-                    more += 1
+        skipped: list[str] = []
+        size, more = 0, 0
+        try:
+            for path, is_dir in candidates:
+                if is_dir or (pattern and not fnmatch.fnmatch(path.name, pattern)):
                     continue
-                text = line.strip()
-                if len(text) > _MAX_MATCH_LINE_CHARS:
-                    text = text[:_MAX_MATCH_LINE_CHARS] + "..."
-                matches.append(f"{self._relative(path)}:{number}: {text}")
-        if not matches:
-            return f"No matches for {query!r} in {self._relative(base)}."
-        note = (
-            [f"[{more} more matches not shown; narrow with path, pattern or a longer query]"] if more else []
-        )
-        return "\n".join([*matches, *note])
+                for number, text in self._matching_lines(
+                    path, matcher, whole=named, skipped=skipped, deadline=deadline, stop=stop
+                ):
+                    if len(text) > _MAX_MATCH_LINE_CHARS:
+                        text = text[:_MAX_MATCH_LINE_CHARS] + "..."
+                    entry = f"{self._relative(path)}:{number}: {text}"
+                    if len(matches) >= self.max_results or (room is not None and size + len(entry) > room):
+                        more += 1
+                        continue
+                    matches.append(entry)
+                    size += len(entry) + 1
+        except SearchStopped as stopped:
+            if stopped.abandoned or not more:
+                where = self._relative(stopped.where)
+                raise _stopped_error(stopped, self.search_timeout_s, where, matches) from None
+            more = -more  # the results were full: only the counting of the rest was stopped
+        return _search_report(f"No matches for {query!r} in {self._relative(base)}.", matches, more, skipped)
 
     def _existing(self, raw: str, *, want_file: bool) -> Path:
         target = self.resolve(raw)
@@ -322,18 +385,28 @@ class _Files:
             raise ToolError(f"{raw!r} is a file, not a folder; use files_read to read it.")
         return target
 
-    def _matching_lines(self, path: Path, compiled: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-        """Lines of one text file that match; files outside the root, binary or huge are skipped."""
+    def _matching_lines(
+        self,
+        path: Path,
+        matcher: Matcher,
+        *,
+        whole: bool,
+        skipped: MutableSequence[str],
+        deadline: float,
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, str]]:
+        """Matching lines of one file; files outside the root or binary are skipped, so are files
+        over 5 MB unless ``whole`` (the file was named): those are added to ``skipped``."""
         try:
             real = path.resolve()
             if not real.is_relative_to(self.root) or not real.is_file():
                 return
-            if real.stat().st_size > _MAX_SEARCH_FILE_BYTES or _is_binary(real):
+            if not whole and real.stat().st_size > _MAX_SEARCH_FILE_BYTES:
+                skipped.append(self._relative(path))
                 return
-            with real.open(encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, 1):
-                    if compiled.search(line):
-                        yield number, line
+            if _is_binary(real):
+                return
+            yield from matcher.matching_lines(real, deadline=deadline, stop=stop)
         except OSError:
             return
 
@@ -350,6 +423,36 @@ class _Files:
             return f"{relative} ({_size(path.stat().st_size)})"
         except OSError:
             return relative
+
+
+def _stopped_error(stopped: SearchStopped, limit_s: float, where: str, matches: list[str]) -> ToolError:
+    """The error of a search that reached ``search_timeout_s`` (with what it had found) or was abandoned."""
+    if stopped.abandoned:
+        return ToolError("files_search was abandoned before it finished.")
+    found = "\n".join(["Matches found before it stopped:", *matches]) if matches else "No matches so far."
+    return ToolError(
+        f"files_search stopped after {limit_s:g} s (the files toolset's search_timeout_s limit) while "
+        f"searching {where}; narrow it with path or pattern. {found}"
+    )
+
+
+def _search_report(nothing: str, matches: list[str], more: int, skipped: list[str]) -> str:
+    """The matches with notes on those left out and on big files not searched (``nothing``: none).
+
+    A negative ``more``: at least that many more, the search stopped counting them at its time limit.
+    """
+    notes: list[str] = []
+    if more:
+        count = f"{more}" if more > 0 else f"at least {-more}"
+        notes.append(f"[{count} more matches not shown; narrow with path, pattern or a longer query]")
+    if skipped:
+        listed = ", ".join(skipped[:_LISTED_SKIPS]) + (" ..." if len(skipped) > _LISTED_SKIPS else "")
+        files = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"
+        notes.append(
+            f"[{files} over {_MAX_SEARCH_FILE_BYTES} bytes not searched: {listed}; "
+            "give one as path to search it]"
+        )
+    return "\n".join([*(matches or [nothing]), *notes])
 
 
 def _walk(base: Path, *, depth: int | None, skip: frozenset[str]) -> Iterator[tuple[Path, bool]]:

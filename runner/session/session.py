@@ -178,6 +178,7 @@ class Session:
             vars=MappingProxyType(dict(self.variables)),
             workspace=runtime.config.directory,
             logger=logging.getLogger(f"runner.agent.{runtime.name}"),
+            output_chars=self.limits.tool_output_chars,
         )
         # The caller's tools follow the agent's own in every request (an agent tool of the same name wins).
         self.client_tools = [

@@ -23,6 +23,9 @@ class RunContext:
     vars: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     workspace: Path = field(default_factory=Path.cwd)
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("runner.tools"))
+    output_chars: int = 0
+    """``limits.tool_output_chars``: results longer than this are cut (0: no limit). A tool may read
+    and keep only this much."""
 
 
 ToolCallable = Callable[[dict[str, Any], RunContext], Awaitable[Any]]

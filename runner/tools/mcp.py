@@ -195,8 +195,13 @@ def connector(server: McpServerConfig, *, headers: Mapping[str, str], cwd: Path)
     async def connect(stack: AsyncExitStack, stderr: TextIO) -> tuple[Any, Any]:
         if server.command is not None:
             command = _resolve_command(server.command, server.env.get("PATH"))
+            # "replace": a line of invalid UTF-8 is one more unparsable line, not the end of the reader
             parameters = StdioServerParameters(
-                command=command, args=list(server.args), env=dict(server.env) or None, cwd=cwd
+                command=command,
+                args=list(server.args),
+                env=dict(server.env) or None,
+                cwd=cwd,
+                encoding_error_handler="replace",
             )
             try:
                 return await stack.enter_async_context(stdio_client(parameters, errlog=stderr))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import tempfile
@@ -40,12 +41,25 @@ __all__ = ["Connect", "ListingFilter", "McpClient", "McpStartError"]
 _CLOSE_TIMEOUT_S = 10.0
 _MAX_PAGES = 1000
 _STDERR_TAIL_CHARS = 2000
+_REPORTED_JUNK_LINES = 10  # per connection; a server that prints on and on is not echoed forever
+_JUNK_EXCERPT_CHARS = 120
 _CLIENT_INFO = types.Implementation(name="runner", version=__version__)
 
 ListingFilter = Callable[[dict[str, Any]], None]
 """Edits a raw ``tools/list`` result in place before the SDK validates it."""
 Connect = Callable[[AsyncExitStack, TextIO], Awaitable[tuple[Any, Any]]]
 """Enters a transport on the stack and returns its (read, write) streams."""
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the SDK's traceback for a stdout line that is not JSON-RPC (``mcp.client.stdio`` logs it
+    with ``logger.exception``); the client reports such a line itself, in one warning line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], ValueError))
+
+
+_QUIET_PARSE_ERRORS = _QuietParseErrors()
 
 
 class McpStartError(Exception):
@@ -69,6 +83,7 @@ class _Connection:
     stderr: TextIO = field(default_factory=lambda: cast(TextIO, tempfile.TemporaryFile("w+")))  # noqa: SIM115
     lost: bool = False
     relist: bool = False
+    junk_lines: int = 0
     task: asyncio.Task[None] | None = None
 
     def mark_lost(self) -> None:
@@ -119,6 +134,9 @@ class McpClient:
         self._lock = asyncio.Lock()
         self._closed = False
         self._listed = False
+        sdk_stdio = logging.getLogger("mcp.client.stdio")
+        if _QUIET_PARSE_ERRORS not in sdk_stdio.filters:
+            sdk_stdio.addFilter(_QUIET_PARSE_ERRORS)
 
     async def start(self) -> None:
         """Open the first session; raises ``McpStartError`` if the server cannot be reached."""
@@ -254,7 +272,25 @@ class McpClient:
                 connection.relist = True
                 connection.wake.set()
 
-        watched = _WatchedRead(read, on_listing=self.listing_filter, on_end=connection.mark_lost)
+        def on_junk(exc: Exception) -> None:
+            connection.junk_lines += 1
+            if connection.junk_lines > _REPORTED_JUNK_LINES:
+                return
+            last = (
+                " (further such lines are not reported)"
+                if connection.junk_lines == _REPORTED_JUNK_LINES
+                else ""
+            )
+            self.logger.warning(
+                "MCP server %s: ignored a line of its output that is not JSON-RPC: %s%s",
+                self.label,
+                _junk_excerpt(exc),
+                last,
+            )
+
+        watched = _WatchedRead(
+            read, on_listing=self.listing_filter, on_end=connection.mark_lost, on_junk=on_junk
+        )
         session = ClientSession(watched, write, message_handler=on_message, client_info=_CLIENT_INFO)
         return await stack.enter_async_context(session)
 
@@ -327,10 +363,18 @@ class _WatchedRead:
     A result with a ``tools`` list is a ``tools/list`` answer (no other MCP result has that key).
     """
 
-    def __init__(self, inner: Any, *, on_listing: ListingFilter | None, on_end: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        on_listing: ListingFilter | None,
+        on_end: Callable[[], None],
+        on_junk: Callable[[Exception], None] | None = None,
+    ) -> None:
         self._inner = inner
         self._on_listing = on_listing
         self._on_end = on_end
+        self._on_junk = on_junk
 
     @property
     def last_context(self) -> Any:
@@ -342,6 +386,8 @@ class _WatchedRead:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if isinstance(item, Exception) and self._on_junk is not None:
+            self._on_junk(item)  # a line the transport could not parse; the session goes on
         message = item.message if isinstance(item, SessionMessage) else None
         listing = isinstance(message, types.JSONRPCResponse) and isinstance(message.result.get("tools"), list)
         if listing and self._on_listing is not None:
@@ -386,6 +432,23 @@ def _describe(exc: BaseException, *, starting: bool = False) -> str:
     if isinstance(exc, httpx2.TransportError):
         return f"cannot reach the server: {exc or type(exc).__name__}"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _junk_excerpt(exc: Exception) -> str:
+    """The unparsable line (pydantic keeps it as the error's input) quoted on one line, or the error."""
+    errors = getattr(exc, "errors", None)
+    line: Any = None
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            line = errors()[0].get("input")
+    if isinstance(line, dict | list):  # valid JSON, but no JSON-RPC message
+        line = json.dumps(line, ensure_ascii=False)
+    if isinstance(line, str | bytes):
+        text = line if isinstance(line, str) else line.decode("utf-8", "replace")
+        cut = "..." if len(text) > _JUNK_EXCERPT_CHARS else ""
+        return repr(text[:_JUNK_EXCERPT_CHARS]) + cut
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return first[:_JUNK_EXCERPT_CHARS]
 
 
 def _bound(timeout: float, *, grace: float = 0.0) -> float | None:
