@@ -89,7 +89,7 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
         env = {
             key: value
             for key, value in os.environ.items()
-            if options["inherit_secrets"] or not is_secret_name(key)
+            if options["inherit_secrets"] or not is_secret_name(key, value)
         }
     else:
         env = {key: os.environ[key] for key in _KEPT_WITHOUT_INHERIT if key in os.environ}
