@@ -269,4 +269,3 @@ class HookChains:
             return HookResult(stop=True, reason=reason)
         tail = (stderr or stdout)[-300:]
         raise HookFailed(f"`{hook.value}` exited with {child.returncode}" + (f": {tail}" if tail else ""))
-

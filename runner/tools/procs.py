@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -31,13 +32,14 @@ from typing import Any
 from runner.agentfile.interpolate import is_secret_name
 from runner.tools import reaper
 
-__all__ = ["OPT_OUT_VARIABLE", "Child", "harden_runner", "reaped_command"]
+__all__ = ["OPT_OUT_VARIABLE", "Child", "harden_runner", "reaped_command", "reaped_server"]
 
 OPT_OUT_VARIABLE = "RUNNER_UNHARDENED"
 _REAPER = Path(reaper.__file__).resolve()
 _USE_REAPER = sys.platform == "linux" and bool(sys.executable)
 _REAPER_WAIT_S = 2.0
 _SETTLE_S = 2.0
+_SERVER_GRACE_S = 1.0  # below the MCP SDK's 2 s between its SIGTERM and SIGKILL to the group
 _PR_SET_DUMPABLE = 4
 _ENV_START, _ENV_END = 50 - 3, 51 - 3  # proc(5) stat fields 50 and 51, after the command name
 
@@ -116,6 +118,24 @@ def reaped_command(
     if _opted_out():
         options.append("--keep-capabilities")
     return [sys.executable, "-I", "-S", str(_REAPER), *options, "--", *argv]
+
+
+def reaped_server(command: str, args: Sequence[str], env: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The command and arguments that start a server (an MCP stdio server, spawned by its SDK)
+    under the reaper, with the runner hardened first; a SIGTERM gives the server 1 s to end.
+
+    Raises FileNotFoundError or PermissionError, as spawning ``command`` itself would.
+    """
+    harden_runner()
+    if not _USE_REAPER:
+        return command, list(args)
+    found = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
+    if found is None or not os.path.exists(found):
+        raise FileNotFoundError(command)
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise PermissionError(command)
+    argv = reaped_command([command, *args], env, grace_s=_SERVER_GRACE_S)
+    return argv[0], argv[1:]
 
 
 class _Events(asyncio.SubprocessProtocol):
@@ -197,7 +217,7 @@ class Child:
     def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin and close it."""
         pipe = self.transport.get_pipe_transport(0)
-        if pipe is not None:
+        if isinstance(pipe, asyncio.WriteTransport):
             pipe.write(data)
             pipe.close()
 

@@ -1,7 +1,8 @@
 """The reaper: runs one command and, when it ends, ends every process it left (Linux only).
 
 Started by ``runner.tools.procs`` as ``python -I -S reaper.py --parent PID [--grace S]
-[--lc-ctype VALUE] [--keep-capabilities] -- ARGV...``; it imports only the standard library, so it starts in ~15 ms. It
+[--lc-ctype VALUE] [--keep-capabilities] -- ARGV...``; it imports only the standard library, so
+it starts in ~15 ms. It
 
 1. asks to be sent SIGTERM when the thread that started it ends (``PR_SET_PDEATHSIG``), and exits
    at once if its parent is already gone;

@@ -63,7 +63,10 @@ async def test_detached_children_of_a_command_hook_are_killed_when_it_ends(tmp_p
 
 async def test_a_detached_child_holding_stdout_does_not_hold_the_hook(tmp_path: Path) -> None:
     """It used to wait for EOF on a pipe the child kept open: 20-60 s for a 2 s timeout."""
-    command = "setsid -f sh -c 'echo $$ > p1; sleep 300'; (sleep 301 &); echo '{\"messages\": [\"hi\"]}'"
+    command = (
+        "setsid -f sh -c 'echo $$ > p1; sleep 300'; (sleep 301 &); "
+        "while [ ! -s p1 ]; do sleep 0.01; done; echo '{\"messages\": [\"hi\"]}'"
+    )
     started = time.monotonic()
     messages, failures = await _run(tmp_path, command, timeout_s=2)
     assert time.monotonic() - started < 10
@@ -97,7 +100,7 @@ async def test_a_cancelled_hook_kills_what_it_detached(tmp_path: Path) -> None:
 
 
 async def test_a_hook_still_reads_its_event_and_reports_its_exit_code(tmp_path: Path) -> None:
-    messages, failures = await _run(tmp_path, "grep -o '\"event\": \"turn_pre\"'; exit 0")
+    messages, failures = await _run(tmp_path, 'grep -o \'"event": "turn_pre"\'; exit 0')
     assert messages == ['"event": "turn_pre"']
     messages, failures = await _run(tmp_path, "echo broken >&2; exit 5")
     assert failures == ["`echo broken >&2; exit 5` exited with 5: broken"]

@@ -18,7 +18,6 @@ from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
 from runner.tools.sources import SourceContext
 
-
 #: Prints the command's process group (the reaper's, on Linux; the shell's elsewhere).
 _PGID = "ps -o pgid= -p $$ | tr -d ' '"
 

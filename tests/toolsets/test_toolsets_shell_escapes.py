@@ -92,7 +92,7 @@ async def test_a_fork_loop_is_stopped_and_killed(shell: Tool, run_ctx: RunContex
     """Processes that keep forking while the reaper kills them do not get away."""
     command = (
         "setsid -f sh -c 'echo $$ > loop; while :; do sleep 3137 & sleep 0.01; done' >/dev/null 2>&1; "
-        "sleep 0.3; pgrep -c -x -f 'sleep 3137'"
+        "while [ ! -s loop ]; do sleep 0.01; done; sleep 0.3; pgrep -c -x -f 'sleep 3137'"
     )
     output = await shell.call({"command": command}, run_ctx)
     assert int(output.splitlines()[0]) > 3  # the loop was running and forking

@@ -58,7 +58,7 @@ RUNNER_PID = "R=$(sed 's/.*) //' /proc/$PPID/stat | cut -d' ' -f2); "
 
 #: Reads every readable mapping of the runner's memory and prints what follows each "sk-fake-".
 MEM_READ = (
-    RUNNER_PID + "{python} -c \"import re,sys\n"
+    RUNNER_PID + '{python} -c "import re,sys\n'
     "pid=sys.argv[1]; found=[]\n"
     "try:\n"
     "  maps=open(f'/proc/{{pid}}/maps').read().splitlines(); mem=open(f'/proc/{{pid}}/mem','rb')\n"
