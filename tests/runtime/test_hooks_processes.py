@@ -65,7 +65,7 @@ async def test_a_detached_child_holding_stdout_does_not_hold_the_hook(tmp_path: 
     """It used to wait for EOF on a pipe the child kept open: 20-60 s for a 2 s timeout."""
     command = (
         "setsid -f sh -c 'echo $$ > p1; sleep 300'; (sleep 301 &); "
-        "while [ ! -s p1 ]; do sleep 0.01; done; echo '{\"messages\": [\"hi\"]}'"
+        'while [ ! -s p1 ]; do sleep 0.01; done; echo \'{"messages": ["hi"]}\''
     )
     started = time.monotonic()
     messages, failures = await _run(tmp_path, command, timeout_s=2)
