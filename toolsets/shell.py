@@ -6,15 +6,19 @@ added to the environment), ``inherit_env`` (default true; false passes only PATH
 ``env``) and ``inherit_secrets`` (default false). The tool asks for confirmation unless the source says
 ``confirm: false``.
 
-Variables whose names contain KEY, TOKEN, SECRET or PASSWORD (the runner's own test for secrets) are
-not passed on from the runner's environment unless ``inherit_secrets: true``: a command the model
+Variables that hold credentials (``is_secret_name``: names with KEY, TOKEN, SECRET, PASSWORD,
+CREDENTIAL ..., ending in PWD, PAT, PASS or AUTH, or values that are URLs with a password) are not
+passed on from the runner's environment unless ``inherit_secrets: true``: a command the model
 writes must not be able to print the agent's API keys. A secret a command needs goes in ``env``
-(``GITHUB_TOKEN: ${GITHUB_TOKEN}``), where the agent file names it.
+(``GITHUB_TOKEN: ${GITHUB_TOKEN}``), where the agent file names it. Nor can a command read them from
+the runner's ``/proc`` files: see ``runner.tools.procs`` (Linux).
 
 Each command runs in its own session and process group with stdin closed; stdout and stderr are read
-together, in the order written. When the command ends, times out or its call is cancelled, the whole
-group is killed (SIGKILL), so a command never leaves processes behind: background jobs end with it.
-The session's exit stack kills any group still running when the session closes.
+together, in the order written. On Linux it runs under the reaper (``runner.tools.procs``): when the
+command ends, times out or its call is cancelled, every process it started is killed, those that
+detached (``setsid -f``, double forks) included, unless a command kills the reaper itself (then its
+process group and session are killed). Elsewhere the process group is killed, and a process that
+left it survives. The session's exit stack kills any command still running when the session closes.
 """
 
 from __future__ import annotations
@@ -71,8 +75,9 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "inherit_secrets": {
             "type": "boolean",
             "default": False,
-            "description": "also pass on variables whose names contain KEY, TOKEN, SECRET or PASSWORD "
-            "(withheld by default; name one in env to pass just that one)",
+            "description": "also pass on variables that hold credentials (names with KEY, TOKEN, "
+            "SECRET, PASSWORD, ... or URLs with a password; withheld by default; name one in env to "
+            "pass just that one)",
         },
     },
     "additionalProperties": False,
