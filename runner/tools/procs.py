@@ -89,11 +89,10 @@ def _scrub_environment_block() -> None:
     offset = 0
     for entry in shown.split(b"\0"):
         name, sep, value = entry.partition(b"=")
-        text_name, text_value = name.decode(errors="replace"), value.decode(errors="replace")
-        if sep and value and is_secret_name(text_name, text_value):
-            current = os.environ.get(text_name)
+        if sep and value and is_secret_name(name.decode(errors="replace"), value.decode(errors="replace")):
+            current = os.environb.get(name)
             if current is not None:
-                os.putenv(text_name, current)  # libc's environ now points at a copy on the heap
+                os.putenv(name, current)  # libc's environ now points at a copy on the heap
             ctypes.memset(start + offset + len(name) + 1, 0, len(value))
         offset += len(entry) + 1
 

@@ -247,6 +247,7 @@ def main(args: list[str]) -> None:
     """Run the command described by ``args`` (see the module docstring); never returns."""
     options = _Options(args)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())  # the runner's thread may block some signals
     statuses: dict[int, int] = {}
     child = 0
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -138,3 +139,53 @@ async def test_the_command_runs_without_the_capabilities_that_read_other_process
             if name == "CapBnd" and os.geteuid() != 0:
                 continue  # an unprivileged reaper cannot lower the bounding set (nor needs to)
             assert not value & (1 << cap), f"capability {cap} still in {name}"
+
+
+async def test_a_command_that_stops_its_reaper_is_still_killed_at_the_timeout(
+    shell: Tool, run_ctx: RunContext, tmp_path: Path
+) -> None:
+    with pytest.raises(ToolError, match="timed out after 2 s"):
+        await shell.call({"command": DETACH + "kill -STOP $PPID; sleep 60"}, run_ctx)
+    assert not any(_alive(pid) for pid in _pids(tmp_path / "ws", "p1", "p2"))
+
+
+#: A runner that starts a command which detaches a sleeper, then waits (to be killed by the test).
+RUNNER_SCRIPT = r"""
+import asyncio, sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from runner.agentfile.config import AgentConfig, ToolSourceConfig
+from runner.tools.base import RunContext
+from runner.tools.builtin import load_source
+from runner.tools.sources import SourceContext
+
+async def main():
+    folder = Path(sys.argv[1])
+    async with AsyncExitStack() as stack:
+        spec = ToolSourceConfig(kind="builtin", target="shell", base_dir=folder, options={"timeout_s": 60})
+        agent = AgentConfig(name="t", path=folder / "a.yaml")
+        tool = (await load_source(spec, SourceContext(agent=agent), stack)).tools[0]
+        await tool.call({"command": sys.argv[2]}, RunContext(session_id="s", agent="t", workspace=folder))
+
+asyncio.run(main())
+"""
+
+
+async def test_detached_processes_die_with_a_runner_that_is_killed(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    runner = subprocess.Popen(
+        [sys.executable, "-c", RUNNER_SCRIPT, str(tmp_path), DETACH + "sleep 60"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        await _wait_for_files(tmp_path, "p1", "p2", within_s=20)
+        pids = _pids(tmp_path, "p1", "p2")
+        assert all(_alive(pid) for pid in pids)
+    finally:
+        runner.kill()
+        runner.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert not any(_alive(pid) for pid in pids)
