@@ -6,21 +6,24 @@ added to the environment), ``inherit_env`` (default true; false passes only PATH
 ``env``) and ``inherit_secrets`` (default false). The tool asks for confirmation unless the source says
 ``confirm: false``.
 
-Variables whose names contain KEY, TOKEN, SECRET or PASSWORD (the runner's own test for secrets) are
-not passed on from the runner's environment unless ``inherit_secrets: true``: a command the model
+Variables that hold credentials (``is_secret_name``: names with KEY, TOKEN, SECRET, PASSWORD,
+CREDENTIAL ..., ending in PWD, PAT, PASS or AUTH, or values that are URLs with a password) are not
+passed on from the runner's environment unless ``inherit_secrets: true``: a command the model
 writes must not be able to print the agent's API keys. A secret a command needs goes in ``env``
-(``GITHUB_TOKEN: ${GITHUB_TOKEN}``), where the agent file names it.
+(``GITHUB_TOKEN: ${GITHUB_TOKEN}``), where the agent file names it. Nor can a command read them from
+the runner's ``/proc`` files: see ``runner.tools.procs`` (Linux).
 
 Each command runs in its own session and process group with stdin closed; stdout and stderr are read
-together, in the order written. When the command ends, times out or its call is cancelled, the whole
-group is killed (SIGKILL), so a command never leaves processes behind: background jobs end with it.
-The session's exit stack kills any group still running when the session closes.
+together, in the order written. On Linux it runs under the reaper (``runner.tools.procs``): when the
+command ends, times out or its call is cancelled, every process it started is killed, those that
+detached (``setsid -f``, double forks) included, unless a command kills the reaper itself (then its
+process group and session are killed). Elsewhere the process group is killed, and a process that
+left it survives. The session's exit stack kills any command still running when the session closes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from runner.agentfile.interpolate import is_secret_name
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool
+from runner.tools.procs import Child
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -71,15 +75,15 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "inherit_secrets": {
             "type": "boolean",
             "default": False,
-            "description": "also pass on variables whose names contain KEY, TOKEN, SECRET or PASSWORD "
-            "(withheld by default; name one in env to pass just that one)",
+            "description": "also pass on variables that hold credentials (names with KEY, TOKEN, "
+            "SECRET, PASSWORD, ... or URLs with a password; withheld by default; name one in env to "
+            "pass just that one)",
         },
     },
     "additionalProperties": False,
 }
 
 _KEPT_WITHOUT_INHERIT = ("PATH", "HOME", "LANG")
-_SETTLE_S = 2.0
 _TIMEOUT_GRACE_S = 5.0
 
 
@@ -90,7 +94,7 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
         env = {
             key: value
             for key, value in os.environ.items()
-            if options["inherit_secrets"] or not is_secret_name(key)
+            if options["inherit_secrets"] or not is_secret_name(key, value)
         }
     else:
         env = {key: os.environ[key] for key in _KEPT_WITHOUT_INHERIT if key in os.environ}
@@ -130,45 +134,44 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
 
 
 class _Shell:
-    """Runs commands in one folder with one environment, and tracks the groups still running."""
+    """Runs commands in one folder with one environment, and tracks the ones still running."""
 
     def __init__(self, cwd: Path, *, timeout_s: float, output_chars: int, env: dict[str, str]) -> None:
         self.cwd = cwd
         self.timeout_s = timeout_s
         self.output_chars = output_chars
         self.env = env
-        self.live: set[int] = set()
+        self.live: set[Child] = set()
         self.closed = False
 
     async def run(self, command: str) -> str:
         """Run ``command``; its output and exit code, or a ToolError (non-zero exit, timeout)."""
         output = _Output(self.output_chars)
-        transport, protocol = await self._spawn(command, output)
-        pid = transport.get_pid()
-        self.live.add(pid)
-        if self.closed:  # the session closed while this command was starting
-            _kill_group(pid)
-        timed_out = False
         try:
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    await protocol.exited.wait()
-            except TimeoutError:
-                timed_out = True
+            child = await Child.start(
+                ["/bin/sh", "-c", command],
+                on_output=lambda fd, data: output.feed(data),
+                cwd=self.cwd,
+                env=self.env,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        except OSError as exc:
+            raise ToolError(f"Cannot start /bin/sh in {self.cwd}: {exc.strerror}") from None
+        self.live.add(child)
+        if self.closed:  # the session closed while this command was starting
+            child.kill()
+        try:
+            timed_out = not await child.wait(self.timeout_s)
         finally:
-            # The shell is done (or must stop): end the processes it left, then read what is left.
-            _kill_group(pid)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(protocol.finished.wait(), _SETTLE_S)
-            transport.close()  # a process that escaped the group may still hold the pipe
-            self.live.discard(pid)
+            await child.stop()  # ends whatever is left, then reads what is left of the output
+            self.live.discard(child)
         text = output.text().rstrip("\n") or "(no output)"
         if timed_out:
             raise ToolError(
                 f"Command timed out after {self.timeout_s:g} s and was killed, with every process it "
                 f"started. Output so far:\n{text}"
             )
-        code = transport.get_returncode()
+        code = child.returncode
         if code is None or code < 0:
             number = -(code or signal.SIGKILL)
             raise ToolError(f"{text}\n[killed by signal {number} ({_signal_name(number)})]")
@@ -176,68 +179,12 @@ class _Shell:
             raise ToolError(f"{text}\n[exit code {code}]")
         return f"{text}\n[exit code 0]"
 
-    async def _spawn(self, command: str, output: _Output) -> tuple[asyncio.SubprocessTransport, _Protocol]:
-        """Start ``/bin/sh -c command`` leading a new process group.
-
-        Cancelled while starting, asyncio would kill only the shell and orphan what it started
-        already, so the start is shielded and the whole group killed here instead.
-        """
-        loop = asyncio.get_running_loop()
-        spawn = asyncio.ensure_future(
-            loop.subprocess_exec(
-                lambda: _Protocol(output),
-                "/bin/sh",
-                "-c",
-                command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=self.cwd,
-                env=self.env,
-                start_new_session=True,
-            )
-        )
-        try:
-            return await asyncio.shield(spawn)
-        except OSError as exc:
-            raise ToolError(f"Cannot start /bin/sh in {self.cwd}: {exc.strerror}") from None
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                transport, _ = await spawn
-                _kill_group(transport.get_pid())
-                transport.close()
-            raise
-
     def kill_all(self) -> None:
-        """Kill every process group still running (the session is closing); later ones die at once."""
+        """Kill every command still running (the session is closing); later ones die at once."""
         self.closed = True
-        for pid in list(self.live):
-            _kill_group(pid)
+        for child in list(self.live):
+            child.kill()
         self.live.clear()
-
-
-class _Protocol(asyncio.SubprocessProtocol):
-    """Feeds the merged output into an ``_Output``; ``exited`` when the shell ends, ``finished`` when
-    the output is closed too (``Process.wait`` would wait for both, so a background job holding the
-    pipe would keep it waiting)."""
-
-    def __init__(self, output: _Output) -> None:
-        self.output = output
-        self.exited = asyncio.Event()
-        self.finished = asyncio.Event()
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        """Collect output (stdout and stderr share one pipe)."""
-        self.output.feed(data)
-
-    def process_exited(self) -> None:
-        """The shell ended."""
-        self.exited.set()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """The shell ended and the output is closed."""
-        self.exited.set()
-        self.finished.set()
 
 
 class _Output:
@@ -275,12 +222,6 @@ class _Output:
         about = "about " if dropped_bytes else ""
         note = f"\n[... {about}{cut} characters cut; the output limit is {self.limit} ...]\n"
         return head[:keep_head] + note + shown_tail
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the process group led by ``pid`` (each command leads its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _signal_name(number: int) -> str:

@@ -4,8 +4,9 @@
 - A *plain* (unquoted) scalar that is exactly one ``${...}`` is read again as a YAML scalar after
   substitution, so ``max_steps: ${MAX_STEPS:-10}`` is the integer 10. A quoted one stays text,
   and so does a ``${...}`` inside longer text.
-- Values of variables whose names contain KEY, TOKEN, SECRET or PASSWORD are remembered as
-  secrets (never written to transcripts, cassettes or logs) and are never re-typed.
+- Values of secret variables (``is_secret_name``: names with KEY, TOKEN, SECRET, PASSWORD ...,
+  values that are URLs with a password) are remembered as secrets (never written to transcripts,
+  cassettes or logs) and are never re-typed.
 """
 
 from __future__ import annotations
@@ -22,15 +23,39 @@ __all__ = ["Interpolator", "PathKey", "is_secret_name", "retype"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+_SECRET_WORDS = frozenset({"CREDS", "COOKIE"})
+_SECRET_LAST_WORDS = frozenset({"PWD", "PAT", "PASS", "AUTH"})
+_WORD_BREAK = re.compile(r"[^A-Z0-9]+")
+#: A URL whose userinfo has a password, or a connection string's password or key part.
+_SECRET_VALUE = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:[^\s/?#@]+@"
+    r"|(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=\s*[^;\s]",
+    re.IGNORECASE,
+)
 
 PathKey = tuple[str | int, ...]
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether a variable's value must be treated as a secret."""
+def is_secret_name(name: str, value: str | None = None) -> bool:
+    """Whether a variable's value must be treated as a secret, by its name or (given) its value.
+
+    The name (upper-cased) contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE or CREDENTIAL;
+    or one of its words (split at ``_``, ``-``, ``.``) is CREDS or COOKIE; or its last word is PWD,
+    PAT, PASS or AUTH (``MYSQL_PWD``, ``GH_PAT``, ``SMTP_PASS``, ``NPM_AUTH``; not ``PWD``,
+    ``OLDPWD``, ``PATH`` or ``SSH_AUTH_SOCK``). The value is a URL with a password in it
+    (``postgres://user:pw@host/db``) or a connection string with a Password, Pwd, AccountKey or
+    SharedAccessKey part.
+    """
     upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
+    if any(part in upper for part in _SECRET_PARTS):
+        return True
+    words = [word for word in _WORD_BREAK.split(upper) if word]
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    if words and words[-1] in _SECRET_LAST_WORDS and upper not in ("PWD", "OLDPWD"):
+        return True
+    return bool(value) and _SECRET_VALUE.search(value or "") is not None
 
 
 class Interpolator:
@@ -61,7 +86,7 @@ class Interpolator:
                     hint=f"set {name}, or give a default: ${{{name}:-default}}",
                 )
             value = default
-        if is_secret_name(name) and value:
+        if value and is_secret_name(name, value):
             self.secrets.add(value)
         return name, value
 

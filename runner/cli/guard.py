@@ -57,7 +57,7 @@ class Secrets:
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
         from runner.agentfile.interpolate import is_secret_name
 
-        self.add(v for k, v in environ.items() if is_secret_name(k) and _credential_like(v))
+        self.add(v for k, v in environ.items() if is_secret_name(k, v) and _credential_like(v))
 
     def held_back(self, text: str) -> int:
         """How many characters at the end of ``text`` could begin a secret (0: none)."""

@@ -11,11 +11,8 @@ hook is ``required``: its failure then stops (and at ``tool_pre`` denies) like a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
-import os
-import signal
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -23,8 +20,10 @@ from typing import Any, Protocol
 from runner.agentfile.config import HOOK_EVENT_RULES, MESSAGE_EVENTS, AgentConfig, HookConfig
 from runner.agentfile.imports import resolve_callable
 from runner.errors import ConfigError
+from runner.text import utf8
 from runner.tools.bounded import Escaped, bounded
 from runner.tools.capture import printing_to_stderr
+from runner.tools.procs import Child
 from runner.tools.threads import run_in_thread
 
 __all__ = [
@@ -232,29 +231,29 @@ class HookChains:
             raise HookFailed(f"{hook.value} raised {type(exc).__name__}: {exc}") from None
 
     async def _run_command(self, hook: HookConfig, event: HookEvent) -> HookResult:
-        payload = json.dumps(event.to_json(), ensure_ascii=False, default=str).encode()
+        payload = utf8(json.dumps(event.to_json(), ensure_ascii=False, default=str))
+        out, err = bytearray(), bytearray()
         try:
-            proc = await asyncio.create_subprocess_shell(
-                hook.value,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            child = await Child.start(
+                ["/bin/sh", "-c", hook.value],
+                on_output=lambda fd, data: (out if fd == 1 else err).extend(data),
                 cwd=hook.base_dir,
-                start_new_session=True,
+                env=None,
+                stdin=asyncio.subprocess.PIPE,
             )
         except OSError as exc:
             raise HookFailed(f"cannot start `{hook.value}`: {exc}") from None
         try:
-            out, err = await asyncio.wait_for(proc.communicate(payload), hook.timeout_s)
-        except (TimeoutError, asyncio.CancelledError) as exc:
-            _kill_group(proc)
-            await proc.wait()
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            raise HookFailed(f"`{hook.value}` timed out after {hook.timeout_s:g} s") from None
+            child.send(payload)
+            # The child ends with everything it started (the reaper), so no pipe outlives it.
+            ended = await child.wait(hook.timeout_s)
+        finally:
+            await child.stop()
+        if not ended:
+            raise HookFailed(f"`{hook.value}` timed out after {hook.timeout_s:g} s")
         stdout = out.decode(errors="replace").strip()
         stderr = err.decode(errors="replace").strip()
-        if proc.returncode == 0:
+        if child.returncode == 0:
             if stdout.startswith("{"):
                 try:
                     data = json.loads(stdout)
@@ -267,15 +266,10 @@ class HookChains:
                         raise HookFailed(f"`{hook.value}` printed an invalid HookResult: {exc}") from None
             # Plain text is a message only where messages go (SPEC 6); elsewhere it is just output.
             return HookResult(messages=[stdout] if stdout and event.event in MESSAGE_EVENTS else [])
-        if proc.returncode == 2:
+        if child.returncode == 2:
             reason = stderr or f"`{hook.value}` exited with 2"
             if event.event == "tool_pre":
                 return HookResult(deny=True, reason=reason)
             return HookResult(stop=True, reason=reason)
         tail = (stderr or stdout)[-300:]
-        raise HookFailed(f"`{hook.value}` exited with {proc.returncode}" + (f": {tail}" if tail else ""))
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        raise HookFailed(f"`{hook.value}` exited with {child.returncode}" + (f": {tail}" if tail else ""))

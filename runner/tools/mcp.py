@@ -38,13 +38,14 @@ import httpx2
 import mcp.types as types
 from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from runner.agentfile.config import McpServerConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.mcp_client import Connect, McpClient, McpStartError
+from runner.tools.procs import reaped_server
 from runner.tools.schema import clean_schema
 from runner.tools.sources import LoadedSource, SourceContext
 
@@ -195,15 +196,19 @@ def connector(server: McpServerConfig, *, headers: Mapping[str, str], cwd: Path)
     async def connect(stack: AsyncExitStack, stderr: TextIO) -> tuple[Any, Any]:
         if server.command is not None:
             command = _resolve_command(server.command, server.env.get("PATH"))
-            # "replace": a line of invalid UTF-8 is one more unparsable line, not the end of the reader
-            parameters = StdioServerParameters(
-                command=command,
-                args=list(server.args),
-                env=dict(server.env) or None,
-                cwd=cwd,
-                encoding_error_handler="replace",
-            )
             try:
+                # Under the reaper: what the server leaves is killed, and it cannot read the runner.
+                command, args = reaped_server(
+                    command, server.args, get_default_environment() | dict(server.env)
+                )
+                # "replace": a line of invalid UTF-8 is one more unparsable line, not the end of the reader
+                parameters = StdioServerParameters(
+                    command=command,
+                    args=args,
+                    env=dict(server.env) or None,
+                    cwd=cwd,
+                    encoding_error_handler="replace",
+                )
                 return await stack.enter_async_context(stdio_client(parameters, errlog=stderr))
             except FileNotFoundError:
                 raise McpStartError(f"command not found: {server.command}") from None

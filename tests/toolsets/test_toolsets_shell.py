@@ -18,6 +18,9 @@ from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
 from runner.tools.sources import SourceContext
 
+#: Prints the command's process group (the reaper's, on Linux; the shell's elsewhere).
+_PGID = "ps -o pgid= -p $$ | tr -d ' '"
+
 
 def _group_alive(pgid: int) -> bool:
     """Whether any process of group ``pgid`` still runs (zombies count as gone)."""
@@ -77,7 +80,7 @@ async def test_non_zero_exit_is_a_tool_error_with_the_output(shell: Tool, run_ct
 
 async def test_a_command_that_never_ends_is_killed_at_the_timeout(shell: Tool, run_ctx: RunContext) -> None:
     with pytest.raises(ToolError) as caught:
-        await shell.call({"command": "echo $$; sleep 60"}, run_ctx)
+        await shell.call({"command": f"{_PGID}; sleep 60"}, run_ctx)
     assert caught.value.message.startswith("Command timed out after 1 s and was killed")
     pgid = int(re.findall(r"^(\d+)$", caught.value.message, re.MULTILINE)[0])
     assert await _gone(pgid)
@@ -94,7 +97,7 @@ async def test_a_cancelled_call_kills_the_process_group(
 ) -> None:
     pid_file = tmp_path / "ws" / "pid"
     task: asyncio.Future[Any] = asyncio.ensure_future(
-        shell.call({"command": "echo $$ > pid; sleep 60; sleep 60"}, run_ctx)
+        shell.call({"command": f"{_PGID} > pid; sleep 60; sleep 60"}, run_ctx)
     )
     pgid = int(await _wait_for_file(pid_file))
     assert _group_alive(pgid)
@@ -110,7 +113,7 @@ async def test_closing_the_session_kills_a_running_command(tmp_path: Path, run_c
     agent = AgentConfig(name="tester", path=tmp_path / "agent.yaml")
     loaded = await load_source(spec, SourceContext(agent=agent), stack)
     task: asyncio.Future[Any] = asyncio.ensure_future(
-        loaded.tools[0].call({"command": "echo $$ > pid; sleep 60; sleep 60"}, run_ctx)
+        loaded.tools[0].call({"command": f"{_PGID} > pid; sleep 60; sleep 60"}, run_ctx)
     )
     pgid = int(await _wait_for_file(tmp_path / "pid"))
     await stack.aclose()
