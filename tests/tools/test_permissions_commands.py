@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from runner.agentfile.config import PermissionsConfig
 from runner.tools.permissions import Permissions
-from runner.tools.shellwords import deny_candidates, parse_command
+from runner.tools.holeglob import text_of
+from runner.tools.shellwords import deny_texts, read_command_line
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
@@ -25,7 +26,6 @@ DENY_RM = _perms(deny=("shell(command=rm *)",))
         "git status",
         "git status && git diff",
         "git log --oneline | git hash-object --stdin",
-        "GIT_PAGER=cat git log",
         "git log > /dev/null 2>&1",
         "git commit -m 'fix: a; b && c'",
         "(git fetch; git status)",
@@ -51,6 +51,7 @@ def test_an_allow_glob_allows_lines_whose_every_command_matches(command: str) ->
         "git show HEAD:x >> /etc/passwd",
         "git status 'unterminated",
         "",
+        "GIT_PAGER=cat git log",  # leading assignments change what git does: the pattern must name them
     ],
 )
 def test_an_allow_glob_does_not_allow_what_else_the_line_runs(command: str) -> None:
@@ -86,9 +87,9 @@ def test_a_deny_glob_denies_a_line_when_any_command_matches(command: str) -> Non
     assert DENY_RM.decide("shell", {"command": command}) == "deny", command
 
 
-def test_a_line_that_does_not_parse_is_never_allowed() -> None:
+def test_a_line_that_does_not_parse_is_never_allowed_and_always_denied() -> None:
     command = "echo 'unterminated; rm x"
-    assert DENY_RM.decide("shell", {"command": command}) is None  # one unparsed word: "echo"
+    assert DENY_RM.decide("shell", {"command": command}) == "deny"
     assert _perms(allow=("shell(command=echo *)",)).decide("shell", {"command": command}) is None
 
 
@@ -145,37 +146,43 @@ def test_path_like_key_names() -> None:
     assert perms.decide("t", {"file": "a/../secret"}) == "deny"
 
 
-def test_parse_command_lists_simple_commands_and_what_makes_a_line_opaque() -> None:
-    parsed = parse_command("A=1 make build 2>&1 | tee /dev/null && ./run.sh < in.txt")
-    assert parsed.texts() == ["make build", "tee /dev/null", "./run.sh"]
-    assert not parsed.opaque
-    assert parse_command("ls > out.txt").opaque
-    assert parse_command("ls >").opaque
-    assert parse_command("ls 2> errors.log").opaque
-    assert not parse_command("ls 2>/dev/null").opaque
+def _texts(line: str) -> list[str]:
+    return [text_of(deny_texts(c)[0]) for c in read_command_line(line).commands if deny_texts(c)]
 
 
-def test_deny_candidates_look_behind_wrappers_only() -> None:
-    assert deny_candidates(("sudo", "-u", "root", "rm", "x")) == [
+def test_read_command_line_lists_simple_commands_and_what_keeps_allow_away() -> None:
+    line = read_command_line("A=1 make build 2>&1 | tee /dev/null && ./run.sh < in.txt")
+    assert [text_of(deny_texts(c)[-1]) for c in line.commands] == ["make build", "tee /dev/null", "run.sh"]
+    assert line.uncertain is None and line.allow_blocker is None
+    assert read_command_line("ls > out.txt").allow_blocker is not None
+    assert read_command_line("ls >").uncertain is not None
+    assert read_command_line("ls 2> errors.log").allow_blocker is not None
+    assert read_command_line("ls 2>/dev/null").allow_blocker is None
+
+
+def test_deny_texts_look_behind_wrappers_only() -> None:
+    (sudo,) = read_command_line("sudo -u root rm x").commands
+    assert [text_of(t) for t in deny_texts(sudo)] == [
         "sudo -u root rm x",
         "-u root rm x",
         "root rm x",
         "rm x",
         "x",
     ]
-    assert deny_candidates(("git", "commit", "-m", "rm x")) == ["git commit -m rm x"]
+    (git,) = read_command_line("git commit -m 'rm x'").commands
+    assert [text_of(t) for t in deny_texts(git)] == ["git commit -m rm x"]
 
 
 @given(st.text(max_size=200))
-def test_parse_command_never_raises(line: str) -> None:
-    parsed = parse_command(line)
-    assert all(isinstance(words, tuple) and words for words in parsed.commands)
+def test_read_command_line_never_raises(line: str) -> None:
+    parsed = read_command_line(line)
+    assert all(c.simple.words or c.simple.assignments or c.simple.redirects for c in parsed.commands)
 
 
 @given(st.text(alphabet="ab ;&|()<>$`'\"\n-=", max_size=60))
 def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> None:
     perms = _perms(allow=("shell(command=a*)",))
     if perms.decide("shell", {"command": line}) == "allow":
-        parsed = parse_command(line)
-        assert not parsed.opaque
-        assert all(text.startswith("a") for text in parsed.texts())
+        parsed = read_command_line(line)
+        assert parsed.uncertain is None and parsed.allow_blocker is None
+        assert all(_texts(line)) and all(text.startswith("a") for text in _texts(line))
