@@ -113,6 +113,7 @@ class _Token:
     kind: str  # "word", "op", "io", "newline", "eof"
     value: str = ""
     word: Word | None = None
+    pos: int = 0
 
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
@@ -235,9 +236,9 @@ class _Parser:
     def _command(self) -> None:
         token = self.peek()
         if token.kind == "op" and token.value == "(":
-            self.take()
-            if self.peek().kind == "op" and self.peek().value == "(":
+            if self.text.startswith("((", token.pos):
                 raise _Uncertain("a (( ... )) arithmetic command")
+            self.take()
             self.compound_list(frozenset({")"}))
             self.expect_op(")")
             self.compound_redirects()
@@ -403,7 +404,8 @@ class _Parser:
             self.pos += 1
             return _Token("newline", "\n")
         if char in ";&|()<>":
-            return _Token("op", self._operator())
+            start = self.pos
+            return _Token("op", self._operator(), pos=start)
         word = _WordScanner(self).scan()
         if word.plain is not None and word.plain.isdigit() and text[self.pos : self.pos + 1] in ("<", ">"):
             return _Token("io", word.plain)
