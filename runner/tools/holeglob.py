@@ -72,9 +72,10 @@ def _step(tokens: tuple[_Token, ...], states: set[int], char: str) -> set[int]:
         token = tokens[state]
         if token == _STAR:
             after.add(state)
-        elif token == _ANY or (isinstance(token, str) and token[1:] == char):
-            after.add(state + 1)
-        elif isinstance(token, re.Pattern) and token.match(char):
+        elif isinstance(token, re.Pattern):
+            if token.match(char):
+                after.add(state + 1)
+        elif token == _ANY or token[1:] == char:
             after.add(state + 1)
     return _closure(tokens, after)
 

@@ -134,7 +134,9 @@ def _scripts(words: Sequence[Word], start: int) -> tuple[list[str], str | None]:
                 return [], f"{name} gets an argument the rules cannot read"
             if _is_c_option(text):
                 return _literal_words(name, rest[index + 1 :])
-        return ([], None) if name in ("flock", "script") else ([], f"{name} runs a script the rules cannot read")
+        if name in ("flock", "script"):
+            return [], None  # without -c they run a command: a wrapper
+        return [], f"{name} runs a script the rules cannot read"
     if name in ("eval", "watch"):
         scripts, why = _literal_words(name, rest)
         return ([" ".join(scripts), *scripts] if scripts else []), why
@@ -147,8 +149,10 @@ def _scripts(words: Sequence[Word], start: int) -> tuple[list[str], str | None]:
 
 
 def _is_c_option(text: str) -> bool:
-    return text in ("--command", "-command") or text.startswith("--command=") or (
-        text.startswith("-") and not text.startswith("--") and "c" in text[1:]
+    return (
+        text in ("--command", "-command")
+        or text.startswith("--command=")
+        or (text.startswith("-") and not text.startswith("--") and "c" in text[1:])
     )
 
 

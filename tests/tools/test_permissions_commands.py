@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.agentfile.config import PermissionsConfig
-from runner.tools.permissions import Permissions
 from runner.tools.holeglob import text_of
+from runner.tools.permissions import Permissions
 from runner.tools.shellwords import deny_texts, read_command_line
 
 
@@ -186,3 +186,108 @@ def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> No
         parsed = read_command_line(line)
         assert parsed.uncertain is None and parsed.allow_blocker is None
         assert all(_texts(line)) and all(text.startswith("a") for text in _texts(line))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --version #'\nrm -f V\n#'",
+        "if true; then rm -f V; fi",
+        "for f in x; do rm -f V; done",
+        "{ rm -f V; }",
+        "! rm -f V",
+        "/bin/rm -f V",
+        "./rm x",
+        "\\rm x",
+        '"rm" x',
+        "r''m x",
+        "X=1 rm -f V",
+        "env rm x",
+        "command rm x",
+        "exec rm x",
+        "xargs rm x",
+        "time rm x",
+        "eval 'rm x'",
+        "trap 'rm x' EXIT",
+        "find . -exec rm {} +",
+        "watch 'ls; rm x'",
+        "$CMD x",
+        "/bin/r? x",
+        "sh script.sh",
+        "echo rm x | sh",
+        ". ./script",
+        "env -S 'rm x'",
+        "cat <<EOF\nEOF",
+        "case x in *) ls;; esac",
+        "ls a#b",
+    ],
+)
+def test_the_issue_attacks_and_friends_are_denied(command: str) -> None:
+    assert DENY_RM.decide("shell", {"command": command}) == "deny", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --version #'\ntouch PWNED\n#'",
+        "if true; then rm -f V; fi",
+        "GIT_EXTERNAL_DIFF='touch X' git diff",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='!touch X' git st",
+        "env git status",
+        "/usr/bin/git status",
+        "HOME=/tmp/evil; git status",
+        "for HOME in /tmp/evil; do git status; done",
+        "cd /tmp/evil && git status",
+        "git status #x\nrm -rf /",
+        "git log a#b",
+        "$G status",
+        "g* status",
+        "git status | cat <<EOF\nEOF",
+        "sh -c 'git status'",
+    ],
+)
+def test_an_allow_glob_does_not_vouch_for_these(command: str) -> None:
+    assert ALLOW_GIT.decide("shell", {"command": command}) is None, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "if git diff --quiet; then git status; else :; fi",
+        "for f in *.py; do git add $f; done",
+        "git log $(git rev-parse HEAD)",
+        "git status # a comment",
+        '"git" status',
+        "{ git fetch; git status; } 2>/dev/null",
+        "git log -- '*.py'",
+    ],
+)
+def test_an_allow_glob_vouches_for_compound_lines_of_allowed_commands(command: str) -> None:
+    assert ALLOW_GIT.decide("shell", {"command": command}) == "allow", command
+
+
+def test_a_pattern_that_names_the_assignments_allows_them() -> None:
+    perms = _perms(allow=("shell(command=GIT_PAGER=cat git *)",))
+    assert perms.decide("shell", {"command": "GIT_PAGER=cat git log"}) == "allow"
+    assert perms.decide("shell", {"command": "GIT_PAGER=less git log"}) is None
+
+
+def test_several_allow_rules_share_the_commands_of_a_line() -> None:
+    perms = _perms(allow=("shell(command=git *)", "shell(command=ls *)", "shell(command=make)"))
+    found = perms.check("shell", {"command": "ls -a && git status; make"})
+    assert found is not None and found.verdict == "allow"
+    assert found.pattern == "shell(command=git *), shell(command=ls *), shell(command=make)"
+    assert perms.decide("shell", {"command": "ls -a && rm x"}) is None
+
+
+def test_a_deny_on_a_line_it_cannot_read_says_why() -> None:
+    found = DENY_RM.check("shell", {"command": "cat <<EOF\nhi\nEOF"})
+    assert found is not None and found.verdict == "deny"
+    assert found.reason is not None and "here-document" in found.reason
+    assert DENY_RM.check("shell", {"command": "rm x"}).reason is None  # type: ignore[union-attr]
+
+
+def test_an_expansion_as_the_program_is_denied_but_one_as_an_argument_is_not() -> None:
+    assert DENY_RM.decide("shell", {"command": "R=rm; $R x"}) == "deny"
+    assert DENY_RM.decide("shell", {"command": "echo $HOME"}) is None
+    assert DENY_RM.decide("shell", {"command": "ls $(echo x)"}) is None

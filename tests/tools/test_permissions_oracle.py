@@ -69,7 +69,7 @@ HAND_WRITTEN = [
     "git log $(rm -f V)",
     "git log `touch M`",
     'git log "$(evil x)"',
-    "git log \"`rm -f V`\"",
+    'git log "`rm -f V`"',
     "/usr/bin/touch M",
     "../bin/rm -f V",
     "./../bin/evil x",
@@ -94,7 +94,7 @@ HAND_WRITTEN = [
     'eval "touch M"',
     "R=rm; $R -f V",
     "R=rm\n${R} -f V",
-    "set -- rm -f V; \"$@\"",
+    'set -- rm -f V; "$@"',
     "trap 'rm -f V' EXIT",
     "f() { rm -f V; }; f",
     "cat <<E\n$(rm -f V)\nE",
@@ -205,7 +205,9 @@ class Oracle:
 
     async def _session(self, line: str) -> str:
         model = ScriptedModel([tool_call("shell", command=line), text("done")])
-        session = Session(self.runtime, model=model, options=RunOptions(assume_yes=self.yes, transcript=False))
+        session = Session(
+            self.runtime, model=model, options=RunOptions(assume_yes=self.yes, transcript=False)
+        )
         try:
             await session.run(["go"])
         finally:
@@ -385,7 +387,11 @@ def git_repo(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
-    for args in (["init", "-q"], ["add", "f"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+    for args in (
+        ["init", "-q"],
+        ["add", "f"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+    ):
         if args[0] == "add":
             (ws / "f").write_text("one\n", encoding="utf-8")
         subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
