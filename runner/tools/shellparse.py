@@ -565,6 +565,8 @@ class _WordScanner:
     def dollar(self, *, in_quotes: bool) -> None:
         p, text = self.parser, self.text
         after = text[p.pos + 1 : p.pos + 2]
+        if text.startswith("\\\n", p.pos + 1) or text.startswith("\\\n", p.pos + 2):
+            raise _Uncertain("an expansion split by a line continuation")
         if after == "(":
             if text.startswith("((", p.pos + 1):
                 raise _Uncertain("arithmetic expansion")

@@ -41,7 +41,13 @@ _WRAPPERS = frozenset(
 )  # fmt: skip
 _C_OPTION = frozenset({"su", "runuser", "flock", "script"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_OPAQUE = {".": "'.' runs a file", "source": "source runs a file", "parallel": "parallel runs a shell"}
+_OPAQUE = {
+    ".": "'.' runs a file",
+    "source": "source runs a file",
+    "parallel": "parallel runs a shell",
+    "alias": "an alias changes what later commands mean",
+}
+_FILLERS = frozenset({"xargs", "parallel"})  # they may fill a script in from their input (-I)
 _NEUTRAL = frozenset({"true", "false", ":"})
 _LOCAL_VARIABLE = re.compile(r"[a-z][a-z0-9]*")
 _MAX_SCRIPT_DEPTH = 4
@@ -92,9 +98,13 @@ def _with_scripts(simple: SimpleCommand, *, depth: int) -> list[Command]:
     starts = _starts(words)
     opaque: str | None = None
     inner: list[Command] = []
+    filled = False
     for start in starts:
         scripts, why = _scripts(words, start)
         opaque = opaque or why
+        if scripts and (filled or any("{}" in script for script in scripts)):
+            opaque = opaque or "a script filled in from input (xargs, find)"
+        filled = filled or program_name(words[start]) in _FILLERS
         for script in scripts:
             if depth >= _MAX_SCRIPT_DEPTH:
                 opaque = opaque or "scripts nested too deeply"
@@ -133,6 +143,8 @@ def _scripts(words: Sequence[Word], start: int) -> tuple[list[str], str | None]:
             if text is None:
                 return [], f"{name} gets an argument the rules cannot read"
             if _is_c_option(text):
+                if index + 1 >= len(rest):
+                    return [], f"{name} -c gets its script from elsewhere"
                 return _literal_words(name, rest[index + 1 :])
         if name in ("flock", "script"):
             return [], None  # without -c they run a command: a wrapper

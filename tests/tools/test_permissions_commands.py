@@ -220,6 +220,12 @@ def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> No
         "cat <<EOF\nEOF",
         "case x in *) ls;; esac",
         "ls a#b",
+        "R=rm; $\\\nR x",
+        "command alias x=rm\nx -f V",
+        "echo \"'rm x'\" | xargs sh -c",
+        "echo 'rm x' | xargs -I{} sh -c '{}'",
+        "echo 'rm x' | xargs -I X sh -c X",
+        "find . -exec sh -c {} \\;",
     ],
 )
 def test_the_issue_attacks_and_friends_are_denied(command: str) -> None:

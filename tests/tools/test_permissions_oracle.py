@@ -65,7 +65,6 @@ HAND_WRITTEN = [
     "( git status; (rm -f V) )",
     "while git status; do rm -f V; break; done",
     "until false; do touch M; break; done",
-    "if git status; then git diff; elif true; then :; else rm -f V; fi",
     "git log $(rm -f V)",
     "git log `touch M`",
     'git log "$(evil x)"',
@@ -102,7 +101,6 @@ HAND_WRITTEN = [
     "alias g=rm\ng -f V",
     "git log a#b; rm -f V",
     "git status #\\\nrm -f V",
-    "git st'atus; rm -f V",
     "echo 'rm -f V' | sh",
     "ls &> /dev/null; rm -f V",
     "ls &>/dev/null rm -f V",
@@ -112,6 +110,17 @@ HAND_WRITTEN = [
     "find . -name V -exec rm -f {} +",
     "git log --format=x\n\nrm -f V",
     "{ git status; } > /dev/null; rm -f V",
+    "R=rm; $\\\nR -f V",
+    "command alias x=rm\nx -f V",
+    "echo \"'rm -f V'\" | xargs sh -c",
+    "echo 'rm -f V' | xargs -I X sh -c X",
+    "echo 'touch M' > s; find . -name s -exec sh {} \\;",
+]
+
+#: Lines whose forbidden part never runs (a branch not taken, a syntax error): judged all the same.
+JUDGED_ONLY = [
+    "if git status; then git diff; elif true; then :; else rm -f V; fi",
+    "git st'atus; rm -f V",
 ]
 
 #: Lines the allow rules do vouch for: they must run (the oracle is not vacuous).
@@ -269,17 +278,18 @@ def _attacked(outcome: Outcome) -> bool:
     return bool(forbidden) or not outcome.victim_alive or bool(outcome.markers)
 
 
-@pytest.mark.parametrize("line", ISSUE_ATTACKS)
-def test_the_issue_attacks_are_real_without_rules(open_oracle: Oracle, line: str) -> None:
-    assert _attacked(open_oracle.run(line)), "the oracle must see this attack when nothing stops it"
-
-
 @pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN)
+def test_the_attacks_are_real_without_rules(open_oracle: Oracle, line: str) -> None:
+    outcome = open_oracle.run(line + "\nwait")
+    assert _attacked(outcome), f"the oracle must see this attack when nothing stops it: {outcome.result}"
+
+
+@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + JUDGED_ONLY)
 def test_an_allow_rule_never_lets_anything_else_run(allow_oracle: Oracle, line: str) -> None:
     _held_allow(allow_oracle.run(line))
 
 
-@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN)
+@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + JUDGED_ONLY)
 def test_a_deny_rule_holds_against_the_real_shell(deny_oracle: Oracle, line: str) -> None:
     _held_deny(deny_oracle.run(line + "\nwait"))
 
