@@ -465,6 +465,7 @@ class _WordScanner:
         self.quoted = False
         self.plain = True
         self.glob = False
+        self.bracket = self.brace = self.brace_items = False
         self.assign: str | None = None
 
     def scan(self) -> Word:
@@ -493,11 +494,21 @@ class _WordScanner:
             else:
                 if char == "=" and self.assign is None and self.plain and _is_name("".join(self.buf)):
                     self.assign = "".join(self.buf)
-                if char in "*?[{":
-                    self.glob = self.glob or _globs(text, p.pos)
+                self.note_glob(char)
                 self.buf.append(char)
                 p.pos += 1
         return self.finish()
+
+    def note_glob(self, char: str) -> None:
+        """Track unquoted ``* ? [...]`` (pathname) and ``{a,b}`` / ``{1..3}`` (bash brace) expansion."""
+        if char in "*?" or (char == "]" and self.bracket) or (char == "}" and self.brace_items):
+            self.glob = True
+        elif char == "[":
+            self.bracket = True
+        elif char == "{":
+            self.brace = True
+        elif self.brace and (char == "," or (char == "." and self.buf[-1:] == ["."])):
+            self.brace_items = True
 
     def finish(self) -> Word:
         self.flush()
@@ -601,20 +612,6 @@ class _WordScanner:
         p.pos = end + 1
         p.script(body)
         self.hole()
-
-
-def _globs(text: str, pos: int) -> bool:
-    """Whether the unquoted ``* ? [ {`` at ``pos`` starts a pathname (or bash brace) expansion."""
-    char = text[pos]
-    if char in "*?":
-        return True
-    end = pos + 1
-    while end < len(text) and text[end] not in _META:
-        end += 1
-    rest = text[pos + 1 : end]
-    if char == "[":
-        return "]" in rest
-    return "}" in rest and ("," in rest or ".." in rest)
 
 
 def _is_name(text: str | None) -> bool:

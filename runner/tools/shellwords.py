@@ -51,6 +51,7 @@ _FILLERS = frozenset({"xargs", "parallel"})  # they may fill a script in from th
 _NEUTRAL = frozenset({"true", "false", ":"})
 _LOCAL_VARIABLE = re.compile(r"[a-z][a-z0-9]*")
 _MAX_SCRIPT_DEPTH = 4
+_MAX_TAILS = 64
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ def _with_scripts(simple: SimpleCommand, *, depth: int) -> list[Command]:
     words = simple.words
     starts = _starts(words)
     opaque: str | None = None
+    if len(starts) > _MAX_TAILS:  # every tail is a text to try: keep the work linear
+        starts, opaque = (0,), "a wrapped command too long to judge"
     inner: list[Command] = []
     filled = False
     for start in starts:
@@ -151,7 +154,7 @@ def _scripts(words: Sequence[Word], start: int) -> tuple[list[str], str | None]:
         return [], f"{name} runs a script the rules cannot read"
     if name in ("eval", "watch"):
         scripts, why = _literal_words(name, rest)
-        return ([" ".join(scripts), *scripts] if scripts else []), why
+        return ([" ".join(scripts)] if scripts else []), why  # both run their words joined by spaces
     if name == "trap":
         actions = rest[1:] if rest and rest[0].literal == "--" else rest
         return _literal_words(name, actions[:1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -297,3 +299,21 @@ def test_an_expansion_as_the_program_is_denied_but_one_as_an_argument_is_not() -
     assert DENY_RM.decide("shell", {"command": "R=rm; $R x"}) == "deny"
     assert DENY_RM.decide("shell", {"command": "echo $HOME"}) is None
     assert DENY_RM.decide("shell", {"command": "ls $(echo x)"}) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo " + "{[" * 10_000,
+        "sudo " + "a " * 10_000,
+        "git log " + "$(git x) " * 2_000,
+        "a;" * 10_000,
+        "eval " + "a " * 10_000,
+        "x" * 200_000,
+    ],
+)
+def test_long_adversarial_lines_are_judged_in_linear_time(command: str) -> None:
+    started = time.perf_counter()
+    DENY_RM.decide("shell", {"command": command})
+    ALLOW_GIT.decide("shell", {"command": command})
+    assert time.perf_counter() - started < 5  # about 0.2 s here; quadratic work would take minutes
