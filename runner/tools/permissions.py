@@ -18,13 +18,16 @@ Two kinds of argument are read for what they mean rather than as plain text:
   its text (``GIT_PAGER=cat git log`` needs ``shell(command=GIT_PAGER=* git *)``), and so is a wrapper
   (``sudo``, ``env``, ``sh -c`` ...): ``shell(command=git *)`` allows ``git status && git diff`` but not
   ``git status; rm -rf /``, ``X=1 git log`` or ``env git log``. An expansion (``$X``, ``$(...)``,
-  ``*.py``) may be anything, so it must fall where the glob ends in ``*``.
+  ``*.py``) may be anything, so it must fall where the glob ends in ``*``. A ``for`` loop whose
+  variable is not a short lowercase name (``for PATH in ...``) keeps allow away too: it may change
+  the environment of the commands it runs.
 
   A **deny** or **ask** glob matches when it matches the whole line or any one command, tried with
   and without leading assignments, with the program's basename (``/bin/rm``, ``./rm``), and behind
   wrappers and inside the scripts they run (``sudo rm``, ``xargs rm``, ``sh -c 'rm ..'``, ``eval``);
   an expansion may be anything, so ``$X -f V`` matches ``rm *``. A command that runs code no rule can
-  read (``sh file``, ``eval "$x"``, ``. file``) matches every deny and ask glob.
+  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob.
+  Globs keep their ``fnmatch`` meaning: ``rm *`` does not match a bare ``rm`` (add ``rm`` for that).
 
   A line the parser cannot read with certainty (here-documents, ``case``, functions, ``alias``,
   arithmetic, ``#`` inside a word, an unclosed quote, bash-only syntax) matches every deny and ask
