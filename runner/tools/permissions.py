@@ -7,17 +7,38 @@ contain commas; a comma only separates arguments when ``key=`` follows it. When 
 
 Two kinds of argument are read for what they mean rather than as plain text:
 
-- **Commands** (keys ``command`` and ``cmd``) are split into the simple commands they run
-  (``runner.tools.shellwords``). A deny or ask glob matches when it matches the whole line or any one
-  of its commands (also behind ``sudo``, ``env`` ...): ``shell(command=rm *)`` denies
-  ``ls && rm -rf /``. An allow glob matches only when it matches every command and the line has no
-  command substitution or output redirection to a file: ``shell(command=git *)`` allows
-  ``git status && git diff`` but not ``git status; rm -rf /`` (that one falls through to ``ask`` or
-  the tool's own confirmation).
+- **Commands** (keys ``command`` and ``cmd``) are judged by what ``/bin/sh`` would execute
+  (``runner.tools.shellwords``): the line is split into every simple command it runs, through
+  ``;`` ``&&`` ``||`` ``|`` ``&`` newlines, ``( )``, ``{ }``, ``if``/``while``/``until``/``for``, ``!``
+  and command substitutions. Words are compared after quote removal, without redirections.
+
+  An **allow** glob vouches for a line only when every command in it matches an allow glob
+  (``true``, ``false`` and ``:`` need none), no redirection writes to a file (``/dev/null`` and
+  ``2>&1`` are fine), and the line is fully understood. A command's leading assignments are part of
+  its text (``GIT_PAGER=cat git log`` needs ``shell(command=GIT_PAGER=* git *)``), and so is a wrapper
+  (``sudo``, ``env``, ``sh -c`` ...): ``shell(command=git *)`` allows ``git status && git diff`` but not
+  ``git status; rm -rf /``, ``X=1 git log`` or ``env git log``. An expansion (``$X``, ``$(...)``,
+  ``*.py``) may be anything, so it must fall where the glob ends in ``*``. A ``for`` loop whose
+  variable is not a short lowercase name (``for PATH in ...``) keeps allow away too: it may change
+  the environment of the commands it runs.
+
+  A **deny** or **ask** glob matches when it matches the whole line or any one command, tried with
+  and without leading assignments, with the program's basename (``/bin/rm``, ``./rm``), and behind
+  wrappers and inside the scripts they run (``sudo rm``, ``xargs rm``, ``sh -c 'rm ..'``, ``eval``);
+  an expansion may be anything, so ``$X -f V`` matches ``rm *``. A command that runs code no rule can
+  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob.
+  Globs keep their ``fnmatch`` meaning: ``rm *`` does not match a bare ``rm`` (add ``rm`` for that).
+
+  A line the parser cannot read with certainty (here-documents, ``case``, functions, ``alias``,
+  arithmetic, ``#`` inside a word, an unclosed quote, bash-only syntax) matches every deny and ask
+  glob and no allow glob.
 - **Paths** (keys ``path``, ``file``, ``filename``, ``dir``, ``directory``, ``cwd``, ``root`` and
   keys ending in ``_path``, ``_file`` or ``_dir``) are also compared after normalization: an allow
   glob must match both the value as given and normalized (``docs/*`` does not allow
   ``docs/../.env``); a deny glob matches either.
+
+When several allow rules name the same command argument, a line is allowed when each of its commands
+matches one of them (``git *`` and ``ls *`` together allow ``ls && git status``).
 
 Rules are a guard rail, not a sandbox: an allowed program can still do whatever it can do.
 """
@@ -35,15 +56,16 @@ from typing import Any, Literal
 
 from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
-from runner.tools.shellwords import ParsedCommand, deny_candidates, parse_command
+from runner.tools.holeglob import could_match, must_match
+from runner.tools.shellwords import CommandLine, allow_text, deny_texts, is_neutral, read_command_line
 
 __all__ = ["PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
 
 Verdict = Literal["allow", "ask", "deny"]
 
 _PATTERN = re.compile(r"^\s*(?P<name>[^()\s]+)\s*(?:\((?P<args>.*)\))?\s*$", re.DOTALL)
-_ARG_SPLIT = re.compile(r",\s*(?=[A-Za-z_][\w.-]*\s*=)")
-_ARG = re.compile(r"^\s*(?P<key>[A-Za-z_][\w.-]*)\s*=(?P<value>.*)$", re.DOTALL)
+_ARG_SPLIT = re.compile(r",\s*(?=[A-Za-z_][A-Za-z0-9_.-]*\s*=)")
+_ARG = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)\s*=(?P<value>.*)$", re.DOTALL)
 _ORDER: tuple[Verdict, ...] = ("deny", "ask", "allow")
 _COMMAND_KEYS = frozenset({"command", "cmd"})
 _PATH_KEYS = frozenset({"path", "file", "filename", "dir", "directory", "cwd", "root"})
@@ -64,14 +86,26 @@ class Rule:
         ``allow`` asks the strict question of an allow rule (every command of a command line, the
         path before and after normalization); otherwise any match counts (deny and ask rules).
         """
+        return self.matches_except(tool_name, arguments, allow=allow, skip=None)
+
+    def matches_except(
+        self, tool_name: str, arguments: Mapping[str, Any], *, allow: bool, skip: str | None
+    ) -> bool:
+        """Like ``matches``, but the glob on argument ``skip`` is left to the caller (several allow
+        rules then share the commands of one line); it must still be present."""
         if not fnmatch.fnmatchcase(tool_name, self.name):
             return False
         for key, glob in self.arguments:
             if key not in arguments:
                 return False
-            if not _value_matches(key, arguments[key], glob, allow=allow):
+            if key != skip and not _value_matches(key, arguments[key], glob, allow=allow):
                 return False
         return True
+
+    def glob_for(self, key: str) -> str | None:
+        """This rule's glob on argument ``key`` when it has exactly one, else None."""
+        globs = [glob for name, glob in self.arguments if name == key]
+        return globs[0] if len(globs) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -80,6 +114,8 @@ class PermissionMatch:
 
     verdict: Verdict
     pattern: str
+    #: Why a deny or ask rule matched a command line it could not read, when that was the reason.
+    reason: str | None = None
 
 
 def parse_pattern(pattern: str) -> Rule:
@@ -125,8 +161,9 @@ class Permissions:
         for verdict in _ORDER:
             for rule in self._rules[verdict]:
                 if rule.matches(tool_name, args, allow=verdict == "allow"):
-                    return PermissionMatch(verdict, rule.pattern)
-        return None
+                    reason = _unread_reason(rule, args) if verdict != "allow" else None
+                    return PermissionMatch(verdict, rule.pattern, reason)
+        return self._allowed_together(tool_name, args)
 
     def decide(self, tool_name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
         """``allow``, ``ask`` or ``deny`` for this call; None when no rule matched."""
@@ -138,13 +175,33 @@ class Permissions:
         found = self.check(tool_name, arguments)
         return found.pattern if found is not None else None
 
+    def _allowed_together(self, tool_name: str, args: Mapping[str, Any]) -> PermissionMatch | None:
+        """An allow for a command line whose commands are each allowed by one of several rules."""
+        for key in sorted(_COMMAND_KEYS):
+            value = args.get(key)
+            if not isinstance(value, str):
+                continue
+            rules = [
+                (rule, glob)
+                for rule in self._rules["allow"]
+                if (glob := rule.glob_for(key)) is not None
+                and rule.matches_except(tool_name, args, allow=True, skip=key)
+            ]
+            if len(rules) < 2:
+                continue
+            used = _allowing_globs(_line(value), [glob for _, glob in rules])
+            if used is not None:
+                patterns = [rule.pattern for rule, glob in rules if glob in used]
+                return PermissionMatch("allow", ", ".join(dict.fromkeys(patterns)))
+        return None
+
     def __bool__(self) -> bool:
         return any(self._rules.values())
 
 
 def _value_matches(key: str, value: Any, glob: str, *, allow: bool) -> bool:
     if isinstance(value, str) and key in _COMMAND_KEYS:
-        return _command_matches(_parsed(value), value, glob, allow=allow)
+        return _command_matches(_line(value), value, glob, allow=allow)
     if isinstance(value, str) and value and (key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES)):
         normalized = posixpath.normpath(value)
         if allow:
@@ -153,20 +210,48 @@ def _value_matches(key: str, value: Any, glob: str, *, allow: bool) -> bool:
     return fnmatch.fnmatchcase(_as_text(value), glob)
 
 
-def _command_matches(parsed: ParsedCommand, line: str, glob: str, *, allow: bool) -> bool:
+def _command_matches(line: CommandLine, raw: str, glob: str, *, allow: bool) -> bool:
     if allow:
-        texts = parsed.texts()
-        return bool(texts) and not parsed.opaque and all(fnmatch.fnmatchcase(t, glob) for t in texts)
-    if fnmatch.fnmatchcase(line, glob):
+        return _allowing_globs(line, [glob]) is not None
+    if line.uncertain is not None or fnmatch.fnmatchcase(raw, glob):
         return True
     return any(
-        fnmatch.fnmatchcase(text, glob) for words in parsed.commands for text in deny_candidates(words)
+        command.opaque is not None or any(could_match(glob, text) for text in deny_texts(command))
+        for command in line.commands
     )
 
 
+def _allowing_globs(line: CommandLine, globs: list[str]) -> set[str] | None:
+    """The globs that allow each command of ``line`` (each command by one), or None if some cannot."""
+    if line.uncertain is not None or line.allow_blocker is not None:
+        return None
+    judged = [c for c in line.commands if not c.in_script and not is_neutral(c)]
+    if not judged:
+        return None
+    used: set[str] = set()
+    for command in judged:
+        text = allow_text(command)
+        glob = next((g for g in globs if must_match(g, text)), None)
+        if glob is None:
+            return None
+        used.add(glob)
+    return used
+
+
+def _unread_reason(rule: Rule, args: Mapping[str, Any]) -> str | None:
+    """Why a deny or ask rule matched: a command line it could not read, or a command it cannot see."""
+    for key, _glob in rule.arguments:
+        value = args.get(key)
+        if key in _COMMAND_KEYS and isinstance(value, str):
+            line = _line(value)
+            if line.uncertain is not None:
+                return f"the command line has {line.uncertain}, which permission rules cannot judge"
+    return None
+
+
 @functools.lru_cache(maxsize=256)
-def _parsed(line: str) -> ParsedCommand:
-    return parse_command(line)
+def _line(line: str) -> CommandLine:
+    return read_command_line(line)
 
 
 def _as_text(value: Any) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.agentfile.config import PermissionsConfig
+from runner.tools.holeglob import text_of
 from runner.tools.permissions import Permissions
-from runner.tools.shellwords import deny_candidates, parse_command
+from runner.tools.shellwords import deny_texts, read_command_line
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
@@ -25,7 +28,6 @@ DENY_RM = _perms(deny=("shell(command=rm *)",))
         "git status",
         "git status && git diff",
         "git log --oneline | git hash-object --stdin",
-        "GIT_PAGER=cat git log",
         "git log > /dev/null 2>&1",
         "git commit -m 'fix: a; b && c'",
         "(git fetch; git status)",
@@ -51,6 +53,7 @@ def test_an_allow_glob_allows_lines_whose_every_command_matches(command: str) ->
         "git show HEAD:x >> /etc/passwd",
         "git status 'unterminated",
         "",
+        "GIT_PAGER=cat git log",  # leading assignments change what git does: the pattern must name them
     ],
 )
 def test_an_allow_glob_does_not_allow_what_else_the_line_runs(command: str) -> None:
@@ -86,9 +89,9 @@ def test_a_deny_glob_denies_a_line_when_any_command_matches(command: str) -> Non
     assert DENY_RM.decide("shell", {"command": command}) == "deny", command
 
 
-def test_a_line_that_does_not_parse_is_never_allowed() -> None:
+def test_a_line_that_does_not_parse_is_never_allowed_and_always_denied() -> None:
     command = "echo 'unterminated; rm x"
-    assert DENY_RM.decide("shell", {"command": command}) is None  # one unparsed word: "echo"
+    assert DENY_RM.decide("shell", {"command": command}) == "deny"
     assert _perms(allow=("shell(command=echo *)",)).decide("shell", {"command": command}) is None
 
 
@@ -145,37 +148,172 @@ def test_path_like_key_names() -> None:
     assert perms.decide("t", {"file": "a/../secret"}) == "deny"
 
 
-def test_parse_command_lists_simple_commands_and_what_makes_a_line_opaque() -> None:
-    parsed = parse_command("A=1 make build 2>&1 | tee /dev/null && ./run.sh < in.txt")
-    assert parsed.texts() == ["make build", "tee /dev/null", "./run.sh"]
-    assert not parsed.opaque
-    assert parse_command("ls > out.txt").opaque
-    assert parse_command("ls >").opaque
-    assert parse_command("ls 2> errors.log").opaque
-    assert not parse_command("ls 2>/dev/null").opaque
+def _texts(line: str) -> list[str]:
+    return [text_of(deny_texts(c)[0]) for c in read_command_line(line).commands if deny_texts(c)]
 
 
-def test_deny_candidates_look_behind_wrappers_only() -> None:
-    assert deny_candidates(("sudo", "-u", "root", "rm", "x")) == [
+def test_read_command_line_lists_simple_commands_and_what_keeps_allow_away() -> None:
+    line = read_command_line("A=1 make build 2>&1 | tee /dev/null && ./run.sh < in.txt")
+    assert [text_of(deny_texts(c)[-1]) for c in line.commands] == ["make build", "tee /dev/null", "run.sh"]
+    assert line.uncertain is None and line.allow_blocker is None
+    assert read_command_line("ls > out.txt").allow_blocker is not None
+    assert read_command_line("ls >").uncertain is not None
+    assert read_command_line("ls 2> errors.log").allow_blocker is not None
+    assert read_command_line("ls 2>/dev/null").allow_blocker is None
+
+
+def test_deny_texts_look_behind_wrappers_only() -> None:
+    (sudo,) = read_command_line("sudo -u root rm x").commands
+    assert [text_of(t) for t in deny_texts(sudo)] == [
         "sudo -u root rm x",
         "-u root rm x",
         "root rm x",
         "rm x",
         "x",
     ]
-    assert deny_candidates(("git", "commit", "-m", "rm x")) == ["git commit -m rm x"]
+    (git,) = read_command_line("git commit -m 'rm x'").commands
+    assert [text_of(t) for t in deny_texts(git)] == ["git commit -m rm x"]
 
 
 @given(st.text(max_size=200))
-def test_parse_command_never_raises(line: str) -> None:
-    parsed = parse_command(line)
-    assert all(isinstance(words, tuple) and words for words in parsed.commands)
+def test_read_command_line_never_raises(line: str) -> None:
+    parsed = read_command_line(line)
+    assert all(c.simple.words or c.simple.assignments or c.simple.redirects for c in parsed.commands)
 
 
 @given(st.text(alphabet="ab ;&|()<>$`'\"\n-=", max_size=60))
 def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> None:
     perms = _perms(allow=("shell(command=a*)",))
     if perms.decide("shell", {"command": line}) == "allow":
-        parsed = parse_command(line)
-        assert not parsed.opaque
-        assert all(text.startswith("a") for text in parsed.texts())
+        parsed = read_command_line(line)
+        assert parsed.uncertain is None and parsed.allow_blocker is None
+        assert all(_texts(line)) and all(text.startswith("a") for text in _texts(line))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --version #'\nrm -f V\n#'",
+        "if true; then rm -f V; fi",
+        "for f in x; do rm -f V; done",
+        "{ rm -f V; }",
+        "! rm -f V",
+        "/bin/rm -f V",
+        "./rm x",
+        "\\rm x",
+        '"rm" x',
+        "r''m x",
+        "X=1 rm -f V",
+        "env rm x",
+        "command rm x",
+        "exec rm x",
+        "xargs rm x",
+        "time rm x",
+        "eval 'rm x'",
+        "trap 'rm x' EXIT",
+        "find . -exec rm {} +",
+        "watch 'ls; rm x'",
+        "$CMD x",
+        "/bin/r? x",
+        "sh script.sh",
+        "echo rm x | sh",
+        ". ./script",
+        "env -S 'rm x'",
+        "cat <<EOF\nEOF",
+        "case x in *) ls;; esac",
+        "ls a#b",
+        "R=rm; $\\\nR x",
+        "command alias x=rm\nx -f V",
+        "echo \"'rm x'\" | xargs sh -c",
+        "echo 'rm x' | xargs -I{} sh -c '{}'",
+        "echo 'rm x' | xargs -I X sh -c X",
+        "find . -exec sh -c {} \\;",
+    ],
+)
+def test_the_issue_attacks_and_friends_are_denied(command: str) -> None:
+    assert DENY_RM.decide("shell", {"command": command}) == "deny", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --version #'\ntouch PWNED\n#'",
+        "if true; then rm -f V; fi",
+        "GIT_EXTERNAL_DIFF='touch X' git diff",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='!touch X' git st",
+        "env git status",
+        "/usr/bin/git status",
+        "HOME=/tmp/evil; git status",
+        "for HOME in /tmp/evil; do git status; done",
+        "cd /tmp/evil && git status",
+        "git status #x\nrm -rf /",
+        "git log a#b",
+        "$G status",
+        "g* status",
+        "git status | cat <<EOF\nEOF",
+        "sh -c 'git status'",
+    ],
+)
+def test_an_allow_glob_does_not_vouch_for_these(command: str) -> None:
+    assert ALLOW_GIT.decide("shell", {"command": command}) is None, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "if git diff --quiet; then git status; else :; fi",
+        "for f in *.py; do git add $f; done",
+        "git log $(git rev-parse HEAD)",
+        "git status # a comment",
+        '"git" status',
+        "{ git fetch; git status; } 2>/dev/null",
+        "git log -- '*.py'",
+    ],
+)
+def test_an_allow_glob_vouches_for_compound_lines_of_allowed_commands(command: str) -> None:
+    assert ALLOW_GIT.decide("shell", {"command": command}) == "allow", command
+
+
+def test_a_pattern_that_names_the_assignments_allows_them() -> None:
+    perms = _perms(allow=("shell(command=GIT_PAGER=cat git *)",))
+    assert perms.decide("shell", {"command": "GIT_PAGER=cat git log"}) == "allow"
+    assert perms.decide("shell", {"command": "GIT_PAGER=less git log"}) is None
+
+
+def test_several_allow_rules_share_the_commands_of_a_line() -> None:
+    perms = _perms(allow=("shell(command=git *)", "shell(command=ls *)", "shell(command=make)"))
+    found = perms.check("shell", {"command": "ls -a && git status; make"})
+    assert found is not None and found.verdict == "allow"
+    assert found.pattern == "shell(command=git *), shell(command=ls *), shell(command=make)"
+    assert perms.decide("shell", {"command": "ls -a && rm x"}) is None
+
+
+def test_a_deny_on_a_line_it_cannot_read_says_why() -> None:
+    found = DENY_RM.check("shell", {"command": "cat <<EOF\nhi\nEOF"})
+    assert found is not None and found.verdict == "deny"
+    assert found.reason is not None and "here-document" in found.reason
+    assert DENY_RM.check("shell", {"command": "rm x"}).reason is None  # type: ignore[union-attr]
+
+
+def test_an_expansion_as_the_program_is_denied_but_one_as_an_argument_is_not() -> None:
+    assert DENY_RM.decide("shell", {"command": "R=rm; $R x"}) == "deny"
+    assert DENY_RM.decide("shell", {"command": "echo $HOME"}) is None
+    assert DENY_RM.decide("shell", {"command": "ls $(echo x)"}) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo " + "{[" * 10_000,
+        "sudo " + "a " * 10_000,
+        "git log " + "$(git x) " * 2_000,
+        "a;" * 10_000,
+        "eval " + "a " * 10_000,
+        "x" * 200_000,
+    ],
+)
+def test_long_adversarial_lines_are_judged_in_linear_time(command: str) -> None:
+    started = time.perf_counter()
+    DENY_RM.decide("shell", {"command": command})
+    ALLOW_GIT.decide("shell", {"command": command})
+    assert time.perf_counter() - started < 5  # about 0.2 s here; quadratic work would take minutes

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runner.agentfile import load_agent
 from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
+from runner.resources import load_schema
 from runner.tools.permissions import Permissions, parse_pattern
 
 
@@ -77,3 +84,40 @@ def test_malformed_patterns_raise_config_error(pattern: str) -> None:
 def test_empty_permissions_are_falsy() -> None:
     assert not _perms()
     assert _perms(ask=("x",))
+
+
+_SCHEMA_PATTERN = re.compile(load_schema("agent")["$defs"]["permission_patterns"]["items"]["pattern"])
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["shell", "shell(command=git *)", " files_*(path=docs/*, mode=append) ", "t(a=x, b=(y))", "x(a.b-c=1)"],
+)
+def test_the_schema_accepts_what_parse_pattern_accepts(pattern: str) -> None:
+    parse_pattern(pattern)
+    assert _SCHEMA_PATTERN.search(pattern)
+
+
+@given(st.text(alphabet="ab (),=* \n.-_1", max_size=24))
+def test_the_schema_pattern_and_parse_pattern_agree(pattern: str) -> None:
+    try:
+        parse_pattern(pattern)
+    except ConfigError:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted == (bool(pattern) and _SCHEMA_PATTERN.search(pattern) is not None), pattern
+
+
+def test_a_malformed_rule_is_a_located_error_of_the_agent_file(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        'version: 1\nname: t\npermissions:\n  allow:\n    - "shell(command=git *)"\n    - "shell(command"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_agent(agent, env={})
+    error = caught.value
+    assert (error.line, error.path) == (6, "permissions.allow[1]")
+    assert "shell(command" in error.message
+    assert error.hint is not None and "shell(command=git *)" in error.hint
