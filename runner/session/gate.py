@@ -168,7 +168,8 @@ class _Call:
         verdict = match.verdict if match is not None else None
         if verdict == "deny":
             assert match is not None
-            return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'.")
+            why = f" ({match.reason}; write it as plain commands)" if match.reason else ""
+            return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'{why}.")
         if verdict == "allow" or not (verdict == "ask" or tool.confirm):
             return None
         return await self.parts.confirmation.check(tool, arguments, self.step)

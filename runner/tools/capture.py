@@ -49,7 +49,7 @@ class _StdoutRouter:
 def _install() -> None:
     with _install_lock:
         if sys.stdout is not None and not isinstance(sys.stdout, _StdoutRouter):
-            sys.stdout = _StdoutRouter(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = _StdoutRouter(sys.stdout)
 
 
 @contextlib.contextmanager
