@@ -261,12 +261,20 @@ def _check_sources(config: Any, settings: Any) -> int:
     import time
     from dataclasses import replace
 
+    # --check connects for real: a cached OpenAPI document says nothing about the server today.
+    settings = replace(settings, refresh_sources=True)
+
     async def one(source: Any) -> tuple[str, str]:
         start = time.perf_counter()
         registry, failures = await _open_tools(replace(config, tools=(source,)), settings)
+        problems = [str(failures[0].error)] if failures else []
+        if not problems and source.kind == "openapi":
+            from runner.tools.openapi import unreachable
+
+            problems = await unreachable(registry.tools())
         ms = (time.perf_counter() - start) * 1000
-        if failures:
-            return "FAIL", f"{failures[0].error} ({ms:.0f} ms)"
+        if problems:
+            return "FAIL", f"{'; '.join(problems)} ({ms:.0f} ms)"
         return "ok", f"{len(registry)} tool(s): {', '.join(registry.names())} ({ms:.0f} ms)"
 
     failed = 0

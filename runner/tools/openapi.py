@@ -81,6 +81,22 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
     return LoadedSource(tools)
 
 
+async def unreachable(tools: list[Tool], *, timeout_s: float = 5.0) -> list[str]:
+    """For ``runner tools --check``: the base URLs of these OpenAPI tools that do not answer at all
+    (any HTTP status counts as an answer), each with why."""
+    import httpx
+
+    roots = sorted({t.call.target.root for t in tools if isinstance(t.call, OpenApiCall)})
+    problems = []
+    async with httpx.AsyncClient(timeout=timeout_s) as client:
+        for root in roots:
+            try:
+                await client.get(root + "/")
+            except httpx.HTTPError as exc:
+                problems.append(f"{root} does not answer: {str(exc) or type(exc).__name__}")
+    return problems
+
+
 @dataclass(frozen=True)
 class Target:
     """Where the calls of an operation go: the base URL without a trailing slash, and its query."""

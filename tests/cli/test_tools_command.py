@@ -46,3 +46,65 @@ def test_validate_checks_builtin_options_without_opening_anything(tmp_path: Path
     )
     assert "max_read_chars" in result.output
     assert not (tmp_path / "ws").exists()  # nothing was opened or created
+
+
+def _spec(server_url: str) -> dict[str, object]:
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": server_url}],
+        "paths": {"/ping": {"get": {"operationId": "ping", "responses": {"200": {"description": "ok"}}}}},
+    }
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_tools_check_connects_to_an_openapi_server_that_is_down(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "api.json").write_text(json.dumps(_spec(f"http://127.0.0.1:{_closed_port()}")))
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("version: 1\nname: c\nmodel: openai/x\ntools:\n  - openapi: api.json\n")
+    result = CliRunner().invoke(
+        app, ["tools", str(agent), "--check"], env={"RUNNER_HOME": str(tmp_path / "h")}
+    )
+    assert result.exit_code == 2
+    assert "FAIL tools[0]" in result.output and "does not answer" in result.output
+
+
+def test_tools_check_does_not_trust_a_cached_document(tmp_path: Path) -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(_spec(f"http://127.0.0.1:{self.server.server_address[1]}")).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/openapi.json"
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(f"version: 1\nname: c\nmodel: openai/x\ntools:\n  - openapi: {url}\n")
+    env = {"RUNNER_HOME": str(tmp_path / "h")}
+    up = CliRunner().invoke(app, ["tools", str(agent), "--check"], env=env)
+    assert up.exit_code == 0, up.output
+    server.shutdown()
+    server.server_close()
+    assert CliRunner().invoke(app, ["tools", str(agent)], env=env).exit_code == 0  # from the cache
+    down = CliRunner().invoke(app, ["tools", str(agent), "--check"], env=env)
+    assert down.exit_code == 2 and "FAIL tools[0]" in down.output
