@@ -270,7 +270,7 @@ def create_app(
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
         )
-        run = ChatRun(host, history, options=options)
+        run = ChatRun(host, history, options=options, on_done=state.report)
         await run.start()
         state.track(run)
         if chat.stream:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -89,8 +90,18 @@ def _api_error(exc: BaseException) -> ApiError:
 class ChatRun:
     """Runs one conversation turn of an agent and hands out what the client should see."""
 
-    def __init__(self, host: RuntimeHost, chat: ChatHistory, *, options: RunOptions) -> None:
+    def __init__(
+        self,
+        host: RuntimeHost,
+        chat: ChatHistory,
+        *,
+        options: RunOptions,
+        on_done: Callable[[str], None] | None = None,
+    ) -> None:
         self.host = host
+        self.on_done = on_done
+        """Called with one access-log line when the run has ended (agent, status, time, tokens)."""
+        self._started = time.monotonic()
         self.name = host.config.name
         self.chat = chat
         self.options = options
@@ -156,7 +167,21 @@ class ChatRun:
             return
         if isinstance(piece, EndPiece):
             self._ended = True
+            self._log(piece)
         self._queue.put_nowait(piece)
+
+    def _log(self, end: EndPiece) -> None:
+        if self.on_done is None:
+            return
+        status = end.error.status if end.error is not None else 200
+        usage = end.usage
+        line = (
+            f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
+            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
+            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
+            + (f" session {self.session_id}" if self.session_id else "")
+        )
+        self.on_done(line)
 
     def _sink(self, event: LoopEvent) -> None:
         if isinstance(event, TextChunk):

@@ -234,3 +234,23 @@ def test_every_request_of_a_conversation_sends_the_same_system_prompt(
         {"role": "assistant", "content": "one"},
         {"role": "user", "content": "and waves?"},
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_each_request_gets_one_access_line(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], stream: bool
+) -> None:
+    server = scripted(ADD_THEN_ANSWER, repeat=True)
+    agent_files.write("calc", server, "prompts:\n  system: You add numbers.", tools=ADD_TOOLS)
+    lines: list[str] = []
+    served = serve_app([agent_files.root], report=lines.append)
+    client = served.openai()
+    messages = [{"role": "user", "content": "2+3?"}]
+    if stream:
+        list(client.chat.completions.create(model="calc", messages=messages, stream=True))
+    else:
+        client.chat.completions.create(model="calc", messages=messages)
+    (line,) = [line for line in lines if line.startswith("request:")]
+    assert line.startswith("request: calc 200 ") and " tokens stop session " in line
+    prompt, completion = line.split(" s ")[1].split()[0].split("+")
+    assert int(prompt) > 0 and int(completion) > 0
