@@ -49,6 +49,11 @@ class Settings(BaseSettings):
         description="Host names `runner serve` answers besides loopback ones (comma-separated); when "
         "set, the Host header is checked even with API keys.",
     )
+    serve_tool_details: bool = Field(
+        True,
+        description="Show each tool call in `runner serve`'s answers as a `<details>` block (Open WebUI "
+        "renders them); false answers with the text only (`runner serve --plain`).",
+    )
     serve_max_body_bytes: int = Field(
         4 * 1024 * 1024, ge=1024, description="Largest request body `runner serve` reads (413 beyond)."
     )

@@ -373,6 +373,14 @@ def serve(
             help="A browser origin to answer, with CORS (repeatable; RUNNER_SERVE_ALLOWED_ORIGINS).",
         ),
     ] = None,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Answer with the text only, without the <details> blocks that show tool calls "
+            "(for clients that do not render them; RUNNER_SERVE_TOOL_DETAILS=false).",
+        ),
+    ] = False,
 ) -> None:
     """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...)."""
     from runner.cli.serve_cmd import run_serve
@@ -385,6 +393,7 @@ def serve(
             watch=watch,
             transcripts=not no_transcripts,
             allow_origins=allow_origin or [],
+            tool_details=False if plain else None,
         )
     )
 

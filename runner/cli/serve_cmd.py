@@ -39,6 +39,7 @@ def run_serve(
     watch: bool,
     transcripts: bool,
     allow_origins: list[str] | None = None,
+    tool_details: bool | None = None,
 ) -> int:
     """Load the agents under ``paths`` and serve them until Ctrl+C; the exit code."""
     from dataclasses import replace
@@ -86,6 +87,7 @@ def run_serve(
         max_messages=settings.serve_max_messages,
         allowed_origins=[*settings.serve_allowed_origins, *(allow_origins or [])],
         allowed_hosts=settings.serve_allowed_hosts,
+        tool_details=settings.serve_tool_details if tool_details is None else tool_details,
         watch=watch,
         report=lambda line: typer.echo(line, err=True),
     )

@@ -188,6 +188,7 @@ def create_app(
     max_messages: int = DEFAULT_MAX_MESSAGES,
     allowed_origins: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
+    tool_details: bool = True,
     watch: bool = False,
     report: Callable[[str], None] = _ignore,
 ) -> Starlette:
@@ -270,7 +271,7 @@ def create_app(
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
         )
-        run = ChatRun(host, history, options=options, on_done=state.report)
+        run = ChatRun(host, history, options=options, on_done=state.report, tool_details=tool_details)
         await run.start()
         state.track(run)
         if chat.stream:

@@ -97,8 +97,11 @@ class ChatRun:
         *,
         options: RunOptions,
         on_done: Callable[[str], None] | None = None,
+        tool_details: bool = True,
     ) -> None:
         self.host = host
+        self.tool_details = tool_details
+        """Whether tool calls show in the answer (``<details>`` blocks); False: the text only."""
         self.on_done = on_done
         """Called with one access-log line when the run has ended (agent, status, time, tokens)."""
         self._started = time.monotonic()
@@ -199,7 +202,7 @@ class ChatRun:
                 self._arguments[call["id"]] = call["function"]["arguments"]
         elif isinstance(event, ToolStarted):
             self._put(ToolRunning(event.call_id, event.name))
-        elif isinstance(event, ToolFinished):
+        elif isinstance(event, ToolFinished) and self.tool_details:
             result = event.result
             if result.arguments is not None:
                 arguments = json.dumps(result.arguments)

@@ -254,3 +254,20 @@ def test_each_request_gets_one_access_line(
     assert line.startswith("request: calc 200 ") and " tokens stop session " in line
     prompt, completion = line.split(" s ")[1].split()[0].split("+")
     assert int(prompt) > 0 and int(completion) > 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_plain_answers_have_no_details_blocks(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], stream: bool
+) -> None:
+    server = scripted(ADD_THEN_ANSWER, repeat=True)
+    agent_files.write("calc", server, "prompts:\n  system: You add numbers.", tools=ADD_TOOLS)
+    client = serve_app([agent_files.root], tool_details=False).openai()
+    messages = [{"role": "user", "content": "2+3?"}]
+    if stream:
+        chunks = client.chat.completions.create(model="calc", messages=messages, stream=True)
+        content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    else:
+        content = client.chat.completions.create(model="calc", messages=messages).choices[0].message.content
+    assert "<details" not in content and "2 + 3 = 5." in content
+    assert len(server.requests) == 2  # the tool still ran
