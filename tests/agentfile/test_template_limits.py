@@ -425,3 +425,22 @@ def test_a_yaml_file_of_too_many_nodes_is_refused_before_it_is_composed(tmp_path
     assert time.monotonic() - started < SECONDS  # a 5 MB file took 10 s
     assert error.message.startswith("the file holds more than 200,000 keys and values")
     assert error.line > 3
+
+
+def test_the_format_reference_states_the_limits_the_code_applies() -> None:
+    from runner.resources import load_schema
+
+    text = load_schema()["$defs"]["prompts"]["description"]
+    limits = TemplateLimits()
+    for number in (
+        limits.source_chars,
+        limits.source_tokens,
+        limits.steps,
+        limits.built_chars,
+        limits.output_chars,
+        limits.range_items,
+        limits.int_bits,
+    ):
+        assert f"{number:,}" in text
+    assert f"nest calls {limits.depth} deep" in text
+    assert f"run for {limits.seconds:g} seconds" in text
