@@ -160,9 +160,14 @@ _FILTER_CHECKS: dict[str, Prepare] = {
 }
 
 
+#: How many times longer than its text a filter's result can be (``&`` becomes ``&amp;``, ...).
+_FILTER_GROWTH = {"e": 6, "escape": 6, "forceescape": 6, "urlize": 6, "urlencode": 3, "upper": 3, "title": 3}
+
+
 def metered_filter(limits: TemplateLimits, func: Callable[..., Any], name: str) -> Any:
     """Filter ``name`` (``func``), counting a step, checking what it will build and charging it."""
     prepare = _FILTER_CHECKS.get(name)
+    growth = _FILTER_GROWTH.get(name, 1)
     skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
 
     @functools.wraps(func)
@@ -172,6 +177,8 @@ def metered_filter(limits: TemplateLimits, func: Callable[..., Any], name: str) 
         if prepare is not None and len(args) > skip:
             value = prepare(budget, args[skip], args[skip + 1 :], kwargs)
             args = (*args[:skip], value, *args[skip + 1 :])
+        elif growth and len(args) > skip and isinstance(args[skip], str | bytes):
+            budget.need_chars(len(args[skip]) * growth, name)
         result = func(*args, **kwargs)
         budget.charge(result, unless=args[skip : skip + 1])
         return result
@@ -182,6 +189,17 @@ def metered_filter(limits: TemplateLimits, func: Callable[..., Any], name: str) 
 # --- methods of Python values ------------------------------------------------------------------
 
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
+#: How many times longer than the text the result of these methods can be (``'ß'.upper()`` is "SS").
+_METHOD_GROWTH = {
+    "upper": 3,
+    "lower": 2,
+    "title": 3,
+    "capitalize": 3,
+    "swapcase": 3,
+    "casefold": 3,
+    "encode": 4,
+    "hex": 3,
+}
 #: Methods of containers that build a new one (the others hand back what the container holds).
 COPIES = frozenset(
     {"copy", "fromkeys", "union", "intersection", "difference", "symmetric_difference", "split"}
@@ -191,7 +209,9 @@ COPIES = frozenset(
 def check_method(budget: Budget, obj: Any, name: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Refuse a call of a built-in method that would build too much (the arguments, maybe listed)."""
     if isinstance(obj, str | bytes):
-        if name in _PADDING and args and isinstance(args[0], int):
+        if name in _METHOD_GROWTH:
+            budget.need_chars(len(obj) * _METHOD_GROWTH[name], name)
+        elif name in _PADDING and args and isinstance(args[0], int):
             budget.need_chars(max(args[0], len(obj)), f"{name}({args[0]})")
         elif name == "expandtabs":
             size = args[0] if args and isinstance(args[0], int) else 8

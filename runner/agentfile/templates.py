@@ -54,8 +54,14 @@ def now(fmt: str | None = None) -> str:
     return format_time(_dt.datetime.now().astimezone(), fmt)
 
 
+#: ``now(fmt)`` refuses longer formats (``%c`` alone writes 24 characters: a format could multiply text).
+MAX_TIME_FORMAT = 200
+
+
 def format_time(moment: _dt.datetime, fmt: str | None = None) -> str:
     """``moment`` as ``now(fmt)`` would show it."""
+    if fmt and len(fmt) > MAX_TIME_FORMAT:
+        raise ValueError(f"now(): the format has {len(fmt):,} characters (the limit is {MAX_TIME_FORMAT})")
     return moment.strftime(fmt) if fmt else moment.isoformat(timespec="seconds")
 
 

@@ -9,6 +9,7 @@ few run in a subprocess whose peak memory is measured.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -444,3 +445,18 @@ def test_the_format_reference_states_the_limits_the_code_applies() -> None:
         assert f"{number:,}" in text
     assert f"nest calls {limits.depth} deep" in text
     assert f"run for {limits.seconds:g} seconds" in text
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{{ now('%c' * big) }}", "now(): the format has 199,998 characters"),
+        ("{{ ('&' * 9999999)|e }}", "e would build a string of 59,999,994 characters"),
+        ("{{ ('ß' * 20000000).upper() }}", "upper would build a string of 60,000,000 characters"),
+        ("{{ ('x' * 20000000).encode('utf-32') }}", "encode would build a string of 80,000,000 characters"),
+    ],
+)
+def test_operations_that_multiply_text_are_refused_first(template: str, message: str, tmp_path: Path) -> None:
+    engine = TemplateEngine(tmp_path)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        engine.render(TemplateSource(template, origin=tmp_path / "agent.yaml"), {"big": 99999})
