@@ -10,7 +10,13 @@ from typing import Any
 from runner.agentfile.build import origin_dir
 from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
 from runner.agentfile.imports import resolve_callable
-from runner.agentfile.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine, read_template_file
+from runner.agentfile.templates import (
+    BUILTIN_NAMES,
+    HOOK_EVENT_NAMES,
+    TemplateEngine,
+    read_template_file,
+    shown_path,
+)
 from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError
@@ -89,7 +95,7 @@ class _Checker:
                 file = (origin.parent / value["file"]).resolve()
                 text = read_template_file(file, shown=value["file"])
             except (OSError, RuntimeError, ValueError) as exc:  # the path itself cannot be used
-                self.fail(f"cannot read template file {value['file'][:200]}: {exc}", (*path, "file"))
+                self.fail(f"cannot read template file {shown_path(value['file'])}: {exc}", (*path, "file"))
                 return
             except ConfigError as exc:
                 self.fail(exc.message, (*path, "file"), hint=exc.hint)

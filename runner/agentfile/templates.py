@@ -39,6 +39,7 @@ __all__ = [
     "frozen_clock",
     "now",
     "read_template_file",
+    "shown_path",
     "template_context",
 ]
 
@@ -74,10 +75,19 @@ def frozen_clock(moment: _dt.datetime) -> Callable[..., str]:
     return frozen_now
 
 
+def shown_path(text: str) -> str:
+    """A path as an error message shows it: quoted when it has control characters or is long."""
+    if text.isprintable() and len(text) <= 120:
+        return text
+    return repr(text[:117]) + ("..." if len(text) > 117 else "")
+
+
 def read_template_file(file: Path, *, shown: str | None = None, limits: TemplateLimits = LIMITS) -> str:
     """The text of a template file, refused before reading when it is over the source limit."""
-    name = shown or file.name
+    name = shown_path(shown or file.name)
     try:
+        if file.is_dir():
+            raise ConfigError(f"template file {name} is a directory")
         if not file.is_file():
             raise ConfigError(f"template file not found: {name}", hint=f"looked for {file}")
         size = file.stat().st_size

@@ -460,3 +460,22 @@ def test_operations_that_multiply_text_are_refused_first(template: str, message:
     engine = TemplateEngine(tmp_path)
     with pytest.raises(ConfigError, match=re.escape(message)):
         engine.render(TemplateSource(template, origin=tmp_path / "agent.yaml"), {"big": 99999})
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ('"\\x00"', "cannot read template file '\\x00': embedded null byte"),
+        ("folder", "template file folder is a directory"),
+        ('"' + "a" * 300 + '"', "File name too long"),
+    ],
+)
+def test_template_file_paths_no_file_can_have_are_located_errors(
+    target: str, message: str, tmp_path: Path
+) -> None:
+    (tmp_path / "folder").mkdir()
+    path = tmp_path / "agent.yaml"
+    path.write_text(f"version: 1\nname: x\nprompts:\n  system: {{file: {target}}}\n")
+    (error,) = check_file(path, env={})
+    assert (error.line, error.column, error.path) == (4, 18, "prompts.system.file")
+    assert message in error.message
