@@ -30,7 +30,7 @@ from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.loaders import split_template_path
 from jinja2.runtime import LoopContext, markup_join, str_join
-from jinja2.sandbox import SandboxedEnvironment, SandboxedFormatter
+from jinja2.sandbox import SandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
 from markupsafe import Markup
 
 from runner.agentfile.template_budget import (
@@ -63,6 +63,14 @@ __all__ = [
 
 class _BoundedFormatter(SandboxedFormatter):
     """``str.format``'s formatter: a field's width or precision counts before the field is built."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        need_format_field(current_budget(self._env.limits), format_spec)  # type: ignore[attr-defined]
+        return super().format_field(value, format_spec)
+
+
+class _BoundedEscapeFormatter(SandboxedEscapeFormatter):
+    """The formatter of ``Markup.format``, with the same bound on field widths."""
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         need_format_field(current_budget(self._env.limits), format_spec)  # type: ignore[attr-defined]
@@ -197,12 +205,9 @@ class BoundedSandbox(SandboxedEnvironment):
     def metered_concat(self, eval_ctx: Any, pieces: tuple[Any, ...]) -> str:
         """``a ~ b``: the length of the result is checked before it is built."""
         budget = current_budget(self.limits)
-        if eval_ctx.autoescape:
-            result: str = markup_join(pieces)
-        else:
-            texts = [str(piece) for piece in pieces]
-            budget.need_chars(sum(map(len, texts)), "~")
-            result = str_join(texts)
+        texts = [str(piece) for piece in pieces]
+        budget.need_chars(sum(map(len, texts)), "~")
+        result: str = markup_join(pieces) if eval_ctx.autoescape else str_join(texts)
         budget.charge(result)
         return result
 
@@ -215,12 +220,12 @@ class BoundedSandbox(SandboxedEnvironment):
             args = check_method(budget, owner, __obj.__name__, args)
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level
             args = (__self.metered_iter(args[0]), *args[1:])
-        budget.enter()
         try:
+            budget.enter()
             result = super().call(__context, __obj, *args, **kwargs)
         finally:
             budget.depth -= 1
-        if owner is None or isinstance(owner, str | bytes | int) or __obj.__name__ in COPIES:
+        if owner is None or isinstance(owner, str | bytes | int) or getattr(__obj, "__name__", "") in COPIES:
             budget.charge(result, unless=(owner, *args))
         return result
 
@@ -233,12 +238,16 @@ class BoundedSandbox(SandboxedEnvironment):
         return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
-        """``str.format`` / ``format_map`` through a formatter that bounds field widths."""
-        wrapper = super().wrap_str_format(value)
-        if wrapper is None or type(value.__self__) is not str or isinstance(value.__self__, Markup):
-            return wrapper
+        """``str.format`` / ``format_map`` (of text or ``Markup``) through a formatter bounding widths."""
+        if super().wrap_str_format(value) is None:
+            return None
         text: str = value.__self__
-        formatter = _BoundedFormatter(self)
+        formatter: SandboxedFormatter
+        if isinstance(text, Markup):
+            formatter = _BoundedEscapeFormatter(self, escape=text.escape)
+        else:
+            formatter = _BoundedFormatter(self)
+        kind = type(text)
 
         @functools.wraps(value)
         def bounded_format(*args: Any, **kwargs: Any) -> str:
@@ -246,6 +255,6 @@ class BoundedSandbox(SandboxedEnvironment):
                 if kwargs or len(args) != 1:
                     raise TypeError("format_map() takes exactly one argument")
                 kwargs, args = args[0], ()
-            return str(formatter.vformat(text, args, kwargs))
+            return kind(formatter.vformat(text, args, kwargs))
 
         return bounded_format

@@ -264,8 +264,9 @@ def check_binop(budget: Budget, name: str, left: Any, right: Any) -> None:
             budget.need_chars(len(left) + len(right), "+")
         elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
             budget.need_steps(len(left) + len(right), "+")
-    elif name == "%" and isinstance(left, str):
-        budget.need_chars(_percent_size(left, right), "%")
+    elif name == "%" and isinstance(left, str | bytes):
+        text = left.decode("latin-1") if isinstance(left, bytes) else left
+        budget.need_chars(_percent_size(text, right), "%")
 
 
 def _ints(left: Any, right: Any) -> bool:

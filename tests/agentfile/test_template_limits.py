@@ -479,3 +479,19 @@ def test_template_file_paths_no_file_can_have_are_located_errors(
     (error,) = check_file(path, env={})
     assert (error.line, error.column, error.path) == (4, 18, "prompts.system.file")
     assert message in error.message
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ ('{:>999999999}'|safe).format(1) }}",
+        "{{ ('%999999999d'.encode()) % 1 }}",
+        "{% autoescape true %}{% set ns = namespace(s='x' * 9999) %}{% for i in range(40) %}"
+        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{% endautoescape %}",
+    ],
+    ids=["markup_format", "bytes_percent", "autoescape_concat"],
+)
+def test_markup_bytes_and_autoescape_do_not_slip_past_the_checks(template: str, tmp_path: Path) -> None:
+    engine = TemplateEngine(tmp_path)
+    with pytest.raises(ConfigError, match=r"would build a string of|would add"):
+        engine.render(TemplateSource(template, origin=tmp_path / "agent.yaml"), {})
