@@ -164,6 +164,15 @@ _FILTER_CHECKS: dict[str, Prepare] = {
 _FILTER_GROWTH = {"e": 6, "escape": 6, "forceescape": 6, "urlize": 6, "urlencode": 3, "upper": 3, "title": 3}
 
 
+#: Filters that go through a text character by character (``'x' * n|list``, ``|unique``, ...).
+_FILTER_ITERATES = frozenset(
+    {"list", "unique", "sort", "map", "select", "reject", "selectattr", "rejectattr", "groupby"}
+    | {"batch", "slice", "min", "max", "dictsort", "sum", "random", "xmlattr", "items"}
+)
+#: Filters whose Python code handles a text word by word.
+_FILTER_PER_WORD = frozenset({"wordwrap", "title", "urlize"})
+
+
 def metered_filter(limits: TemplateLimits, func: Callable[..., Any], name: str) -> Any:
     """Filter ``name`` (``func``), counting a step, checking what it will build and charging it."""
     prepare = _FILTER_CHECKS.get(name)
@@ -177,8 +186,13 @@ def metered_filter(limits: TemplateLimits, func: Callable[..., Any], name: str) 
         if prepare is not None and len(args) > skip:
             value = prepare(budget, args[skip], args[skip + 1 :], kwargs)
             args = (*args[:skip], value, *args[skip + 1 :])
-        elif growth and len(args) > skip and isinstance(args[skip], str | bytes):
-            budget.need_chars(len(args[skip]) * growth, name)
+        elif len(args) > skip and isinstance(args[skip], str | bytes):
+            text = args[skip]
+            if name in _FILTER_ITERATES:  # one item per character, in Python
+                budget.need_steps(len(text), f"{name} of a text")
+            elif name in _FILTER_PER_WORD:
+                budget.step(len(text) // 8)
+            budget.need_chars(len(text) * growth, name)
         result = func(*args, **kwargs)
         budget.charge(result, unless=args[skip : skip + 1])
         return result
@@ -206,6 +220,21 @@ COPIES = frozenset(
 )
 
 
+_LINE_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _pieces(obj: str | bytes, name: str, args: tuple[Any, ...]) -> int:
+    """At most how many items ``obj.split(...)`` / ``splitlines()`` makes."""
+    if name == "splitlines":
+        if isinstance(obj, bytes):
+            return obj.count(b"\n") + obj.count(b"\r") + 1
+        return sum(obj.count(mark) for mark in _LINE_BREAKS) + 1
+    sep = args[0] if args else None
+    if isinstance(sep, str | bytes) and sep and type(sep) is type(obj):
+        return obj.count(sep) + 1  # type: ignore[arg-type]
+    return len(obj) // 2 + 1
+
+
 def check_method(budget: Budget, obj: Any, name: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Refuse a call of a built-in method that would build too much (the arguments, maybe listed)."""
     if isinstance(obj, str | bytes):
@@ -213,6 +242,8 @@ def check_method(budget: Budget, obj: Any, name: str, args: tuple[Any, ...]) -> 
             budget.need_chars(len(obj) * _METHOD_GROWTH[name], name)
         elif name in _PADDING and args and isinstance(args[0], int):
             budget.need_chars(max(args[0], len(obj)), f"{name}({args[0]})")
+        elif name in ("split", "rsplit", "splitlines"):
+            budget.need_steps(_pieces(obj, name, args), name)
         elif name == "expandtabs":
             size = args[0] if args and isinstance(args[0], int) else 8
             tabs = obj.count("\t") if isinstance(obj, str) else obj.count(b"\t")

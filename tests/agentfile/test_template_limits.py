@@ -495,3 +495,22 @@ def test_markup_bytes_and_autoescape_do_not_slip_past_the_checks(template: str, 
     engine = TemplateEngine(tmp_path)
     with pytest.raises(ConfigError, match=r"would build a string of|would add"):
         engine.render(TemplateSource(template, origin=tmp_path / "agent.yaml"), {})
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{{ ('x' * 9999999)|list|length }}", "list of a text would make 9,999,999 items"),
+        ("{{ ('x' * 9999999)|unique|list|length }}", "unique of a text would make 9,999,999 items"),
+        ("{{ ('a ' * 9999999).split()|length }}", "split would make 10,000,000 items"),
+        ("{{ ('a,' * 9999999).split(',')|length }}", "split would make 10,000,000 items"),
+        ("{{ ('a\\n' * 9999999).splitlines()|length }}", "splitlines would make 10,000,000 items"),
+        ("{{ ('a ' * 9999999)|title|length }}", "more than 250,000 steps"),
+    ],
+)
+def test_a_long_text_cannot_become_millions_of_items(template: str, message: str, tmp_path: Path) -> None:
+    engine = TemplateEngine(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        engine.render(TemplateSource(template, origin=tmp_path / "agent.yaml"), {})
+    assert time.monotonic() - started < SECONDS
