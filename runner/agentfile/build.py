@@ -20,7 +20,9 @@ from runner.agentfile.config import (
     TestCaseConfig,
     ToolSourceConfig,
 )
-from runner.agentfile.yamlsrc import Document, PathKey
+from runner.agentfile.templates import read_template_file
+from runner.agentfile.yamlsrc import Document, PathKey, error_at
+from runner.errors import ConfigError
 
 __all__ = ["build_agent", "build_model", "origin_dir"]
 
@@ -40,7 +42,12 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
     origin = Path(info.file) if info is not None else doc.path
     if isinstance(value, dict):
         file = (origin.parent / value["file"]).resolve()
-        text = file.read_text(encoding="utf-8") if file.is_file() else ""
+        try:
+            text = read_template_file(file, shown=value["file"]) if file.is_file() else ""
+        except ConfigError as exc:
+            raise error_at(
+                exc.message, doc.sources.value((*path, "file")), (*path, "file"), hint=exc.hint
+            ) from None
         return TemplateSource(text=text, origin=origin, line=1, file=file)
     line = info.line if info is not None else 1
     if info is not None and info.block_scalar:

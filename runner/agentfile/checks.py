@@ -10,7 +10,13 @@ from typing import Any
 from runner.agentfile.build import origin_dir
 from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
 from runner.agentfile.imports import resolve_callable
-from runner.agentfile.templates import BUILTIN_NAMES, HOOK_EVENT_NAMES, TemplateEngine
+from runner.agentfile.templates import (
+    BUILTIN_NAMES,
+    HOOK_EVENT_NAMES,
+    TemplateEngine,
+    read_template_file,
+    shown_path,
+)
 from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError
@@ -85,30 +91,31 @@ class _Checker:
         info = self.doc.sources.value(path)
         origin = Path(info.file) if info is not None else self.doc.path
         if isinstance(value, dict):
-            file = (origin.parent / value["file"]).resolve()
-            if not file.is_file():
-                self.fail(
-                    f"template file not found: {value['file']}", (*path, "file"), hint=f"looked for {file}"
-                )
-                return
             try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                self.fail(f"cannot read template file {value['file']}: {exc}", (*path, "file"))
+                file = (origin.parent / value["file"]).resolve()
+                text = read_template_file(file, shown=value["file"])
+            except (OSError, RuntimeError, ValueError) as exc:  # the path itself cannot be used
+                self.fail(f"cannot read template file {shown_path(value['file'])}: {exc}", (*path, "file"))
+                return
+            except ConfigError as exc:
+                self.fail(exc.message, (*path, "file"), hint=exc.hint)
                 return
             source = TemplateSource(text=text, origin=origin, file=file)
         else:
             line = info.line + (1 if info.block_scalar else 0) if info is not None else 1
             source = TemplateSource(text=str(value), origin=origin, line=line)
+        static: list[ConfigError] = []
         try:
+            static = self.engine.static_errors(source)
+            for error in static:
+                self.errors.append(self.in_template(error.message, source, info, path, line=error.line))
             names = self.engine.undeclared(source)
         except ConfigError as exc:
-            self.errors.append(self.in_template(exc.message, source, info, path, line=exc.line))
+            if not static:  # else Jinja's complaint repeats one of ours (an unknown filter)
+                self.errors.append(self.in_template(exc.message, source, info, path, line=exc.line))
             return
-        for name in self.engine.missing_includes(source):
-            self.errors.append(
-                self.in_template(f"template includes '{name}', which does not exist", source, info, path)
-            )
+        for problem in self.engine.missing_includes(source):
+            self.errors.append(self.in_template(problem, source, info, path))
         known = BUILTIN_NAMES | self.variables | extra_names
         undefined = names - known
         lines = self.engine.first_uses(source, undefined)

@@ -3,7 +3,8 @@
 - ``$${`` writes a literal ``${``.
 - A *plain* (unquoted) scalar that is exactly one ``${...}`` is read again as a YAML scalar after
   substitution, so ``max_steps: ${MAX_STEPS:-10}`` is the integer 10. A quoted one stays text,
-  and so does a ``${...}`` inside longer text.
+  and so does a ``${...}`` inside longer text. A value over 1,000 characters, or an integer too
+  big to print (over 4,300 digits), stays text too (``--var`` values are read the same way).
 - Values of secret variables (``is_secret_name``: names with KEY, TOKEN, SECRET, PASSWORD ...,
   values that are URLs with a password) are remembered as secrets (never written to transcripts,
   cassettes or logs) and are never re-typed.
@@ -19,7 +20,7 @@ import yaml
 
 from runner.errors import ConfigError
 
-__all__ = ["Interpolator", "PathKey", "is_secret_name", "retype"]
+__all__ = ["MAX_INT_BITS", "MAX_RETYPE_CHARS", "Interpolator", "PathKey", "is_secret_name", "retype"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -35,6 +36,11 @@ _SECRET_VALUE = re.compile(
 )
 
 PathKey = tuple[str | int, ...]
+
+#: Longer substituted values are never re-typed: they stay text.
+MAX_RETYPE_CHARS = 1000
+#: Integers of more bits stay text (more than about 4,200 digits: Python cannot print them).
+MAX_INT_BITS = 14_000
 
 
 def is_secret_name(name: str, value: str | None = None) -> bool:
@@ -120,12 +126,19 @@ class Interpolator:
 
 
 def retype(text: str) -> Any:
-    """Read a substituted value again as a YAML scalar; anything that is not a scalar stays text."""
-    if text == "":
-        return ""
+    """Read a substituted value again as a YAML scalar; anything that is not a scalar stays text.
+
+    A value longer than ``MAX_RETYPE_CHARS`` stays text too, and so does an integer too big to print
+    (Python refuses to convert integers of more than 4,300 digits to text): no setting needs such a
+    number, and reading or printing one would fail or be slow.
+    """
+    if text == "" or len(text) > MAX_RETYPE_CHARS:
+        return text
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, OverflowError):
+        return text
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
         return text
     if value is None or isinstance(value, bool | int | float):
         return value

@@ -15,9 +15,11 @@ from typing import Any
 from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, load_document
 from runner.errors import ConfigError, ConfigErrors
 
-__all__ = ["MAX_EXTENDS_DEPTH", "Explained", "explain", "resolve"]
+__all__ = ["MAX_EXTENDS_DEPTH", "MAX_PATH_CHARS", "Explained", "explain", "resolve"]
 
 MAX_EXTENDS_DEPTH = 16
+#: Longer ``extends`` paths are refused (operating systems allow 1024 to 4096 bytes).
+MAX_PATH_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,26 @@ def _extends_of(doc: Document, prefix: PathKey) -> tuple[Path, PathKey] | None:
     if not isinstance(target, str) or not target.strip():
         raise error_at("extends must be a path to another agent file", doc.sources.value(where), where)
     info = doc.sources.value(where)
+    problem = _bad_path(target)
+    if problem:
+        raise error_at(f"extends must be a path to another agent file: {problem}", info, where)
     origin = Path(info.file) if info is not None else doc.path
-    return (origin.parent / target).resolve(), where
+    try:
+        return (origin.parent / target).resolve(), where
+    except (OSError, RuntimeError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise error_at(f"extends names a path that cannot be used: {reason}", info, where) from None
+
+
+def _bad_path(target: str) -> str | None:
+    """Why ``target`` cannot name a file on any system, or None."""
+    if "\x00" in target:
+        return "it contains a NUL character"
+    if len(target) > MAX_PATH_CHARS:
+        return f"it is {len(target):,} characters long (the limit is {MAX_PATH_CHARS})"
+    if any(ord(c) < 32 for c in target):
+        return "it contains a control character"
+    return None
 
 
 def _get(data: Any, path: PathKey) -> Any:
@@ -80,7 +100,15 @@ def _resolve_body(doc: Document, prefix: PathKey, env: Mapping[str, str], chain:
         raise error_at(f"extends cycle: {cycle}", info, where)
     if len(chain) > MAX_EXTENDS_DEPTH:
         raise error_at(f"extends chain deeper than {MAX_EXTENDS_DEPTH} files", info, where)
-    if not target.is_file():
+    try:
+        is_file = target.is_file()
+        folder = not is_file and target.is_dir()
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise error_at(f"cannot use the extends path: {reason}", info, where) from None
+    if folder:
+        raise error_at(f"extends names a directory, not an agent file: {_get(doc.data, where)}", info, where)
+    if not is_file:
         raise error_at(f"no such file: {_get(doc.data, where)}", info, where, hint=f"looked for {target}")
     try:
         base = load_document(target, env=env)

@@ -17,13 +17,14 @@ from typing import Any
 
 import yaml
 
-from runner.agentfile.interpolate import Interpolator
+from runner.agentfile.interpolate import MAX_INT_BITS, Interpolator
 from runner.errors import ConfigError, ConfigErrors
 
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_NODES",
+    "MAX_WRITTEN_NODES",
     "Document",
     "NodeInfo",
     "PathKey",
@@ -39,6 +40,8 @@ PathKey = tuple[str | int, ...]
 
 #: Refuse documents whose alias expansion would produce more nodes than this.
 MAX_NODES = 100_000
+#: Refuse documents that write more keys and values than this (checked before they are composed).
+MAX_WRITTEN_NODES = 2 * MAX_NODES
 #: Refuse values nested deeper than this (an agent file needs a handful of levels).
 MAX_DEPTH = 100
 #: Refuse files larger than this many bytes (an agent file is a few KB).
@@ -207,6 +210,7 @@ def _tab_at(text: str, line_index: int) -> bool:
 def compose(text: str, name: str) -> yaml.Node | None:
     """Parse ``text`` into a YAML node graph (aliases shared, not expanded)."""
     try:
+        _count_nodes(text, name)
         loader = _Loader(text)
         try:
             node: yaml.Node | None = loader.get_single_node()
@@ -215,6 +219,32 @@ def compose(text: str, name: str) -> yaml.Node | None:
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, name, text) from None
     return node
+
+
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
+
+
+def _count_nodes(text: str, name: str) -> None:
+    """Refuse a document of more than ``MAX_WRITTEN_NODES`` nodes before composing it (which is slow)."""
+    loader = _Loader(text)
+    try:
+        count = 0
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, _NODE_EVENTS):
+                count += 1
+                if count > MAX_WRITTEN_NODES:
+                    mark = event.start_mark
+                    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+                    raise ConfigError(
+                        f"the file holds more than {MAX_WRITTEN_NODES:,} keys and values "
+                        "(an agent file holds a few hundred)",
+                        file=name,
+                        line=line,
+                        column=column,
+                    )
+    finally:
+        loader.dispose()
 
 
 class _Walker:
@@ -355,12 +385,19 @@ class _Walker:
                     f"unsupported YAML tag '{tag}'",
                     "agent files use plain YAML values; remove the tag",
                 )
+            elif "integer string conversion" in str(exc):
+                message, hint = f"integer with more than 4,300 digits: {_describe_scalar(node.value)}", None
             else:
                 message, hint = f"invalid {tag} value: {_describe_scalar(node.value)}", None
             self.errors.append(error_at(message, self.info(node), path, hint=hint))
             return None
         if isinstance(value, _dt.datetime | _dt.date):
             return value.isoformat()
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+            self.errors.append(
+                error_at(f"integer too large to use: {_describe_scalar(node.value)}", self.info(node), path)
+            )
+            return None
         if isinstance(value, bytes):
             self.errors.append(error_at("binary (!!binary) values are not supported", self.info(node), path))
             return None

@@ -1,4 +1,4 @@
-"""The modes' own prompt templates (``runner/modes/prompts/*.j2``), rendered in Jinja's sandbox.
+"""The modes' own prompt templates (``runner/modes/prompts/*.j2``), rendered in the bounded sandbox.
 
 Shared by the non-native modes: the selector prompt of ``prompt`` and the tool instructions of ``inline``.
 """
@@ -9,7 +9,8 @@ from functools import cache
 from pathlib import Path
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
+
+from runner.agentfile.sandbox import BoundedLoader, BoundedSandbox
 
 __all__ = ["PROMPTS_DIR", "prompt_environment"]
 
@@ -17,11 +18,11 @@ PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
 @cache
-def prompt_environment() -> SandboxedEnvironment:
-    """One sandboxed environment loading from ``PROMPTS_DIR`` (strict about undefined names)."""
-    return SandboxedEnvironment(
+def prompt_environment() -> BoundedSandbox:
+    """One bounded sandbox loading from ``PROMPTS_DIR`` (strict about undefined names)."""
+    return BoundedSandbox(
         undefined=jinja2.StrictUndefined,
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
+        loader=BoundedLoader(str(PROMPTS_DIR)),
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
