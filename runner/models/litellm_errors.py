@@ -112,6 +112,7 @@ def map_litellm_error(
     *,
     streaming: bool = False,
     shown: bool = False,
+    in_tool_call: bool = False,
     timeout_s: float | None = None,
 ) -> ModelError:
     """Turn any exception raised by litellm into a ``ModelError`` (retryable for 429, 5xx, network).
@@ -132,7 +133,7 @@ def map_litellm_error(
             hint="raise model.timeout_s if the model is slow",
         )
     if _STREAM_CUT in texts:
-        return incomplete_stream(model, shown=shown, in_tool_call=False)
+        return incomplete_stream(model, shown=shown, in_tool_call=in_tool_call)
     response = _http_response(chain)
     if response is not None:
         return _status_error(exc, model, response, names, streaming=streaming)

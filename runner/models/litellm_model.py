@@ -209,7 +209,14 @@ class LiteLLMModel:
         except Exception as exc:
             shown = bool(text or reasoning)
             timeout_s = self._timeout(request)
-            raise map_litellm_error(exc, self.name, streaming=True, shown=shown, timeout_s=timeout_s) from exc
+            raise map_litellm_error(
+                exc,
+                self.name,
+                streaming=True,
+                shown=shown,
+                in_tool_call=accumulator.has_open_call,
+                timeout_s=timeout_s,
+            ) from exc
         finally:
             quiet.__exit__(None, None, None)
             if response is not None and not finished:
