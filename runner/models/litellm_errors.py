@@ -74,7 +74,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
     while current is not None and all(current is not other for other in seen) and len(seen) < 12:
         seen.append(current)
         original = getattr(current, "original_exception", None)
-        current = original if isinstance(original, BaseException) else current.__cause__ or current.__context__
+        current = (
+            original if isinstance(original, BaseException) else current.__cause__ or current.__context__
+        )
     return seen
 
 

@@ -2,8 +2,8 @@
 
 This is the only module of the runner that imports litellm, and it does so on the first call
 (the import costs seconds; SPEC section 14). litellm's exceptions become ``ModelError`` in one
-place, ``map_litellm_error`` (``litellm_errors``). litellm's own retries are turned off (``max_retries=0``): retrying is
-``ResilientModel``'s job, so that ``model.retries`` means what it says.
+place, ``map_litellm_error`` (in ``litellm_errors``). litellm's own retries are turned off
+(``max_retries=0``): retrying is ``ResilientModel``'s job, so that ``model.retries`` means what it says.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from runner.models.base import (
     Reply,
     Request,
     StreamEvent,
-    StreamingUnsupported,
     TextDelta,
     ToolCall,
     Usage,
@@ -33,6 +32,7 @@ from runner.tools.threads import MODEL_THREADS
 __all__ = ["LiteLLMModel", "MissingApiKey", "map_litellm_error", "supports_function_calling"]
 
 _litellm: Any = None
+
 
 class MissingApiKey(ConfigError):
     """The provider needs an API key and none is set: found before any request is sent (exit code 2)."""
@@ -50,7 +50,8 @@ def missing_api_key(model_id: str, litellm: Any) -> MissingApiKey | None:
         return None
     if not missing or not all(str(name).endswith("_API_KEY") for name in missing):
         return None
-    names = " or ".join(sorted(missing, key=lambda name: (not name.startswith(model_id.split("/")[0].upper()), name)))
+    provider = model_id.split("/")[0].upper()
+    names = " or ".join(sorted(missing, key=lambda name: (not name.startswith(provider), name)))
     return MissingApiKey(
         f"no API key for {model_id}: set {names} (or use --replay, or a local api_base)",
         hint="or give model.api_key: ${YOUR_KEY_VARIABLE} in the agent file",

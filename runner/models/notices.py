@@ -15,7 +15,9 @@ __all__ = ["Listener", "listen", "listening", "notify", "stop"]
 
 Listener = Callable[[str], None]
 
-_listener: contextvars.ContextVar[Listener | None] = contextvars.ContextVar("runner_model_notices", default=None)
+_listener: contextvars.ContextVar[Listener | None] = contextvars.ContextVar(
+    "runner_model_notices", default=None
+)
 
 
 def notify(text: str) -> None:

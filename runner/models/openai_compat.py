@@ -272,7 +272,9 @@ class OpenAICompatModel:
                 hint="is the server running?",
             )
         if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-            what = "dropped in the middle of the answer" if answered else "was closed before an answer arrived"
+            what = (
+                "dropped in the middle of the answer" if answered else "was closed before an answer arrived"
+            )
             return ModelError(
                 f"{self.name}: the connection to the server {what}",
                 retryable=True,

@@ -41,7 +41,10 @@ def test_retry_after_reads_seconds_and_http_dates(headers: dict[str, str], expec
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (b'{"error": {"message": "Rate limit exceeded.", "type": "rate_limit_error"}}', "Rate limit exceeded."),
+        (
+            b'{"error": {"message": "Rate limit exceeded.", "type": "rate_limit_error"}}',
+            "Rate limit exceeded.",
+        ),
         ('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', "Overloaded"),
         ('[{"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}]', "Quota"),
         ('{"detail": "Not Found"}', "Not Found"),
@@ -62,7 +65,9 @@ def test_clean_removes_what_is_meant_for_programmers() -> None:
 
 
 def test_clean_reads_the_message_out_of_a_bytes_repr() -> None:
-    raw = """AnthropicError - b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded."}}'"""
+    raw = (
+        """AnthropicError - b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded."}}'"""
+    )
     assert clean(raw) == "Overloaded."
 
 
@@ -151,9 +156,9 @@ async def test_a_missing_api_key_is_refused_before_any_request(monkeypatch: pyte
 
 
 async def test_a_provider_without_an_api_key_variable_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.models.litellm_model import missing_api_key
-
     import litellm
+
+    from runner.models.litellm_model import missing_api_key
 
     # Ollama needs no key, Bedrock finds AWS credentials elsewhere: never "no API key" for them
     assert missing_api_key("ollama/llama3.1", litellm) is None

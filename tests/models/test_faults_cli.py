@@ -29,7 +29,13 @@ def add(a: int, b: int) -> int:
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
     """`runner` in a subprocess, on the fast path or on litellm (``RUNNER_FAST_PATH=0``)."""
     env = dict(os.environ)
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "RUNNER_MODEL", "RUNNER_DEFAULT_MODEL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "RUNNER_MODEL",
+        "RUNNER_DEFAULT_MODEL",
+    ):
         env.pop(name, None)
     env.update(
         RUNNER_HOME=str(tmp_path / "home"),
@@ -41,7 +47,9 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
     return Cli(home=tmp_path / "home", cwd=tmp_path, env=env)
 
 
-def agent(model: str, base_url: str | None, *, retries: int = 2, limits: str = "", tools: bool = False) -> str:
+def agent(
+    model: str, base_url: str | None, *, retries: int = 2, limits: str = "", tools: bool = False
+) -> str:
     text = f"version: 1\nname: faults\nmodel:\n  id: {model}\n  retries: {retries}\n"
     if base_url:
         text += f"  api_base: {base_url}\n  api_key: ${{TEST_API_KEY}}\n"
