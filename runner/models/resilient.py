@@ -154,7 +154,7 @@ class ResilientModel:
             why = " as the server asked (Retry-After)"
             if asked > delay:
                 why = f" (the server asked for {asked:g} s; the most the runner waits is {delay:g} s)"
-        reason = error.message.removeprefix(f"{model.name}: ")
+        reason = error.message.removeprefix(f"{model.name}: ").rstrip(".")
         notify(f"{model.name}: {reason}; retrying in {delay:.1f} s{why} ({attempt + 1} of {self.retries})")
         await _sleep(delay)
 

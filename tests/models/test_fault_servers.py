@@ -99,7 +99,7 @@ async def test_retry_after_is_waited_for_and_announced(path: str, llmock: Any, n
     waited = second.started_at - first.started_at
     assert waited >= 0.95, waited
     assert notices == [
-        "openai/faulty: HTTP 429: Rate limit exceeded.; retrying in 1.0 s as the server asked (Retry-After)"
+        "openai/faulty: HTTP 429: Rate limit exceeded; retrying in 1.0 s as the server asked (Retry-After)"
         " (1 of 2)"
     ]
 
