@@ -76,6 +76,11 @@ class ToolCallAccumulator:
         return tuple(self._emitted)
 
     @property
+    def has_calls(self) -> bool:
+        """Whether any call has begun (complete or not)."""
+        return bool(self._partials)
+
+    @property
     def has_open_call(self) -> bool:
         """Whether a call has begun whose arguments are not complete yet (a cut stream ends inside it)."""
         return any(not partial.complete for partial in self._partials.values())

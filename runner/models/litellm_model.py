@@ -222,7 +222,8 @@ class LiteLLMModel:
             quiet.__exit__(None, None, None)
             if response is not None and not finished:
                 await _close_quietly(response)  # the consumer stopped early: release the connection
-        if finish_reason is None or not _provider_finished(response):
+        empty = not (text or reasoning or accumulator.has_calls)
+        if finish_reason is None or (empty and not _provider_finished(response)):
             raise incomplete_stream(
                 self.name, shown=bool(text or reasoning), in_tool_call=accumulator.has_open_call
             )
@@ -328,6 +329,9 @@ def _provider_finished(response: Any) -> bool:
     litellm's stream wrapper gives the last chunk ``finish_reason="stop"`` when the provider sent
     none (a stream cut cleanly, or whose first event was corrupted); the reasons it really received
     are kept on the wrapper. A wrapper without those attributes (another litellm) is believed.
+    Only an empty answer is judged by them (``stream``): a stream cut after some text is caught by
+    litellm itself on the OpenAI and Anthropic wires, and a provider handler that never fills those
+    attributes must not turn every answer into an error.
     """
     fields = ("received_finish_reason", "intermittent_finish_reason", "received_any_finish_reason")
     if not all(hasattr(response, name) for name in fields):

@@ -250,3 +250,23 @@ async def test_a_connection_reset_before_the_first_byte_is_told_as_such(
     assert error.status is None and error.retryable  # no "HTTP 500": the server sent no status
     assert error.message == f"{model_id}: the connection to the server was closed before an answer arrived"
     assert_honest(str(error))
+
+
+WIRES: list[tuple[str, str, str]] = [
+    ("openai_compat", "openai/faulty", "/v1"),
+    ("litellm", "openai/faulty", "/v1"),
+    ("litellm", ANTHROPIC, "/anthropic"),
+    ("litellm", "gemini/gemini-2.0-flash", "/gemini/v1beta"),
+]
+
+
+@pytest.mark.parametrize(("kind", "model_id", "base"), WIRES, ids=["fast", "litellm", "anthropic", "gemini"])
+async def test_whole_answers_and_tool_calls_are_never_taken_for_cut_ones(
+    llmock: Any, kind: str, model_id: str, base: str
+) -> None:
+    llmock.reply(ANSWER).call_tool("weather", {"city": "Paris"})
+    model = ResilientModel(make(kind, llmock.url + base, model_id), retries=0)
+    assert text_of(await collect(model, ask(model_id))) == ANSWER
+    events = await collect(model, ask(model_id, tools=True))
+    (completed,) = [event for event in events if isinstance(event, Completed)]
+    assert [json.loads(call.arguments) for call in completed.reply.tool_calls] == [{"city": "Paris"}]
