@@ -262,8 +262,14 @@ WIRES: list[tuple[str, str, str]] = [
 
 @pytest.mark.parametrize(("kind", "model_id", "base"), WIRES, ids=["fast", "litellm", "anthropic", "gemini"])
 async def test_whole_answers_and_tool_calls_are_never_taken_for_cut_ones(
-    llmock: Any, kind: str, model_id: str, base: str
+    llmock: Any, kind: str, model_id: str, base: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import litellm
+
+    from runner.models.litellm_model import _CALLBACK_LISTS
+
+    for name in _CALLBACK_LISTS:  # a Gemini call registers litellm's "cache" callback process-wide
+        monkeypatch.setattr(litellm, name, list(getattr(litellm, name, None) or []), raising=False)
     llmock.reply(ANSWER).call_tool("weather", {"city": "Paris"})
     model = ResilientModel(make(kind, llmock.url + base, model_id), retries=0)
     assert text_of(await collect(model, ask(model_id))) == ANSWER
