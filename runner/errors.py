@@ -134,11 +134,18 @@ class ModelError(RunnerError):
     """The model could not be reached, or answered with something unusable."""
 
     def __init__(
-        self, message: str, *, hint: str | None = None, status: int | None = None, retryable: bool = False
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
-        self.status = status
+        self.status = status  # the HTTP status the server sent; None when there was none
         self.retryable = retryable
+        self.retry_after = retry_after  # seconds the server asked to wait (``Retry-After``)
 
 
 class LimitReached(RunnerError):

@@ -75,6 +75,16 @@ class ToolCallAccumulator:
         """Every call reported so far, in index order."""
         return tuple(self._emitted)
 
+    @property
+    def has_calls(self) -> bool:
+        """Whether any call has begun (complete or not)."""
+        return bool(self._partials)
+
+    @property
+    def has_open_call(self) -> bool:
+        """Whether a call has begun whose arguments are not complete yet (a cut stream ends inside it)."""
+        return any(not partial.complete for partial in self._partials.values())
+
     def feed(self, delta: Any) -> list[ToolCall]:
         """Add one ``delta.tool_calls`` item; return the calls that became ready because of it."""
         function = _get(delta, "function")

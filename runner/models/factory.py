@@ -47,7 +47,9 @@ def make_model(spec: ModelConfig, *, fast_path: bool = True, backoff_s: float = 
     fallbacks = [
         model_for(fallback, timeout_s=spec.timeout_s, fast_path=fast_path) for fallback in spec.fallbacks
     ]
-    return ResilientModel(primary, fallbacks, retries=spec.retries, backoff_s=backoff_s)
+    return ResilientModel(
+        primary, fallbacks, retries=spec.retries, backoff_s=backoff_s, max_wait_s=spec.timeout_s
+    )
 
 
 def model_params(spec: ModelConfig | None) -> dict[str, Any]:

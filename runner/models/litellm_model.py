@@ -2,19 +2,18 @@
 
 This is the only module of the runner that imports litellm, and it does so on the first call
 (the import costs seconds; SPEC section 14). litellm's exceptions become ``ModelError`` in one
-place, ``map_litellm_error``. litellm's own retries are turned off (``max_retries=0``): retrying is
-``ResilientModel``'s job, so that ``model.retries`` means what it says.
+place, ``map_litellm_error`` (in ``litellm_errors``). litellm's own retries are turned off
+(``max_retries=0``): retrying is ``ResilientModel``'s job, so that ``model.retries`` means what it says.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from runner.errors import ModelError, RunnerError
+from runner.errors import ConfigError, ModelError, RunnerError
 from runner.models.accumulate import ToolCallAccumulator, new_call_id
 from runner.models.base import (
     Completed,
@@ -22,36 +21,41 @@ from runner.models.base import (
     Reply,
     Request,
     StreamEvent,
-    StreamingUnsupported,
     TextDelta,
     ToolCall,
     Usage,
-    says_streaming_unsupported,
 )
+from runner.models.faults import incomplete_stream
+from runner.models.litellm_errors import map_litellm_error
 from runner.tools.threads import MODEL_THREADS
 
-__all__ = ["LiteLLMModel", "map_litellm_error", "supports_function_calling"]
+__all__ = ["LiteLLMModel", "MissingApiKey", "map_litellm_error", "supports_function_calling"]
 
 _litellm: Any = None
 
-_RETRYABLE = frozenset(
-    {
-        "RateLimitError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "BadGatewayError",
-        "APIConnectionError",
-    }
-)
-_CONNECTION = frozenset({"APIConnectionError", "ConnectError", "ConnectionError", "ClientConnectorError"})
-_TIMEOUT = frozenset({"Timeout", "APITimeoutError", "TimeoutException", "TimeoutError"})
-# "litellm.RateLimitError: RateLimitError: OpenAIException - slow down" -> "slow down"
-_LITELLM_PREFIX = re.compile(r"^(litellm\.\w+: )?(\w+Error: )?(\w+Exception - )?")
-_HINTS = {
-    "AuthenticationError": "check model.api_key (or the provider's usual API key variable)",
-    "NotFoundError": "check model.id and model.api_base",
-    "ContextWindowExceededError": "the conversation is too long for the model; set limits.context_tokens",
-}
+
+class MissingApiKey(ConfigError):
+    """The provider needs an API key and none is set: found before any request is sent (exit code 2)."""
+
+
+def missing_api_key(model_id: str, litellm: Any) -> MissingApiKey | None:
+    """The error for a model whose provider's key variable is unset, by litellm's own knowledge.
+
+    Only API-key variables count (``*_API_KEY``): providers that find credentials elsewhere (AWS
+    profiles, Google's application default credentials, a local Ollama) are never refused here.
+    """
+    try:
+        missing = list(litellm.validate_environment(model=model_id).get("missing_keys") or ())
+    except Exception:
+        return None
+    if not missing or not all(str(name).endswith("_API_KEY") for name in missing):
+        return None
+    provider = model_id.split("/")[0].upper()
+    names = " or ".join(sorted(missing, key=lambda name: (not name.startswith(provider), name)))
+    return MissingApiKey(
+        f"no API key for {model_id}: set {names} (or use --replay, or a local api_base)",
+        hint="or give model.api_key: ${YOUR_KEY_VARIABLE} in the agent file",
+    )
 
 
 def _import_litellm(*, local_cost_map: bool = True) -> Any:
@@ -83,35 +87,6 @@ def supports_function_calling(model_id: str) -> bool | None:
     return None if value is None else bool(value)
 
 
-def map_litellm_error(exc: BaseException, model: str, *, streaming: bool = False) -> ModelError:
-    """Turn any exception raised by litellm into a ``ModelError`` (retryable for 429, 5xx, network)."""
-    if isinstance(exc, ModelError):
-        return exc
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    chain = set(names)
-    cause: BaseException | None = exc
-    for _ in range(8):  # litellm wraps network errors several times; look for the original
-        cause = cause.__cause__ or cause.__context__ if cause is not None else None
-        if cause is None:
-            break
-        chain.update(cls.__name__ for cls in type(cause).__mro__)
-    detail = _LITELLM_PREFIX.sub("", str(exc).strip())[:500] or type(exc).__name__
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    message = f"{model}: {detail}"
-    if chain & _TIMEOUT:
-        return ModelError(message, retryable=True, hint="raise model.timeout_s if the model is slow")
-    if chain & _CONNECTION:
-        return ModelError(message, retryable=True, hint="is the model's endpoint reachable?")
-    if status is not None:
-        message = f"{model}: HTTP {status} {type(exc).__name__}: {detail}"
-    if streaming and status in (400, 404, 422, 501) and says_streaming_unsupported(str(exc)):
-        return StreamingUnsupported(message, status=status)
-    retryable = bool(names & _RETRYABLE) or status in (408, 409, 425, 429) or (status or 0) >= 500
-    hint = next((_HINTS[name] for name in _HINTS if name in names), None)
-    return ModelError(message, status=status, retryable=retryable, hint=hint)
-
-
 class LiteLLMModel:
     """A ``Model`` on ``litellm.acompletion``; messages pass through untouched."""
 
@@ -127,6 +102,7 @@ class LiteLLMModel:
         self.name = model_id
         self.api_base = api_base
         self._local_cost_map = local_cost_map
+        self._timeout_s = timeout_s
         self._fixed: dict[str, Any] = {"model": model_id, "max_retries": 0, "timeout": timeout_s}
         if api_base:
             self._fixed["api_base"] = api_base
@@ -138,6 +114,8 @@ class LiteLLMModel:
         self._supports_tools: bool | None = None
         self._tools_known = False
         self._priced: bool | None = None  # False once litellm said it has no price for the model
+        # the key check runs once, before the first request (no key, no api_base: litellm's env vars)
+        self._key_checked = bool(api_key or api_base)
 
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
@@ -163,13 +141,13 @@ class LiteLLMModel:
         next request. Cancelling abandons the call: the thread finishes it and the answer is dropped.
         Streaming stays on ``acompletion`` (chunks arrive on the loop; stopping early closes the stream).
         """
-        litellm = _import_litellm(local_cost_map=self._local_cost_map)
+        litellm = self._litellm()
         try:
             response = await MODEL_THREADS.run(
                 _quietly, litellm.completion, self._arguments(request, stream=False)
             )
         except Exception as exc:
-            raise map_litellm_error(exc, self.name) from exc
+            raise map_litellm_error(exc, self.name, timeout_s=self._timeout(request)) from exc
         try:
             choice = response.choices[0]
             message = choice.message
@@ -194,7 +172,7 @@ class LiteLLMModel:
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         """Answer as a stream; tool calls are reported as soon as their arguments are complete."""
-        litellm = _import_litellm(local_cost_map=self._local_cost_map)
+        litellm = self._litellm()
         accumulator = ToolCallAccumulator()
         text: list[str] = []
         reasoning: list[str] = []
@@ -230,11 +208,25 @@ class LiteLLMModel:
         except RunnerError:
             raise
         except Exception as exc:
-            raise map_litellm_error(exc, self.name, streaming=True) from exc
+            shown = bool(text or reasoning)
+            timeout_s = self._timeout(request)
+            raise map_litellm_error(
+                exc,
+                self.name,
+                streaming=True,
+                shown=shown,
+                in_tool_call=accumulator.has_open_call,
+                timeout_s=timeout_s,
+            ) from exc
         finally:
             quiet.__exit__(None, None, None)
             if response is not None and not finished:
                 await _close_quietly(response)  # the consumer stopped early: release the connection
+        empty = not (text or reasoning or accumulator.has_calls)
+        if finish_reason is None or (empty and not _provider_finished(response)):
+            raise incomplete_stream(
+                self.name, shown=bool(text or reasoning), in_tool_call=accumulator.has_open_call
+            )
         for ready in accumulator.finish_events():
             yield ready
         yield Completed(
@@ -250,6 +242,20 @@ class LiteLLMModel:
 
     async def aclose(self) -> None:
         """Nothing to release: litellm keeps its own shared HTTP clients."""
+
+    def _litellm(self) -> Any:
+        """litellm, imported; before the first request, refuse a provider whose API key is unset."""
+        litellm = _import_litellm(local_cost_map=self._local_cost_map)
+        if not self._key_checked:
+            error = missing_api_key(self.name, litellm)
+            if error is not None:
+                raise error
+            self._key_checked = True
+        return litellm
+
+    def _timeout(self, request: Request) -> float:
+        value = request.params.get("timeout", self._timeout_s)
+        return float(value) if isinstance(value, (int, float)) else self._timeout_s
 
     def _arguments(self, request: Request, *, stream: bool) -> dict[str, Any]:
         arguments = {**self._fixed, **request.params, "messages": request.messages, "stream": stream}
@@ -315,6 +321,22 @@ def _quietly(completion: Any, arguments: dict[str, Any]) -> Any:
     """``completion(**arguments)`` without litellm's success logging, when nobody listens."""
     with _quiet():
         return completion(**arguments)
+
+
+def _provider_finished(response: Any) -> bool:
+    """Whether the provider itself ended the stream with a finish reason.
+
+    litellm's stream wrapper gives the last chunk ``finish_reason="stop"`` when the provider sent
+    none (a stream cut cleanly, or whose first event was corrupted); the reasons it really received
+    are kept on the wrapper. A wrapper without those attributes (another litellm) is believed.
+    Only an empty answer is judged by them (``stream``): a stream cut after some text is caught by
+    litellm itself on the OpenAI and Anthropic wires, and a provider handler that never fills those
+    attributes must not turn every answer into an error.
+    """
+    fields = ("received_finish_reason", "intermittent_finish_reason", "received_any_finish_reason")
+    if not all(hasattr(response, name) for name in fields):
+        return True
+    return any(getattr(response, name) for name in fields)
 
 
 async def _close_quietly(response: Any) -> None:

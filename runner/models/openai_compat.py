@@ -13,6 +13,7 @@ import functools
 import json
 import ssl
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -32,12 +33,14 @@ from runner.models.base import (
     events_of,
     says_streaming_unsupported,
 )
+from runner.models.faults import clean, incomplete_stream, provider_message, retry_after_s, retryable_status
+from runner.models.prices import cost_usd
 
 __all__ = ["OpenAICompatModel"]
 
 # litellm-only parameters that an OpenAI-compatible server would reject.
 _LITELLM_ONLY = frozenset({"drop_params", "num_retries", "max_retries", "caching", "custom_llm_provider"})
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+_TIMEOUT_HINT = "raise model.timeout_s if the model is slow"
 
 
 class OpenAICompatModel:
@@ -79,7 +82,7 @@ class OpenAICompatModel:
                 raise self._status_error(response, streaming=False)
             data = response.json()
         except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from exc
+            raise self._transport_error(exc, timeout, answered=False) from exc
         except ValueError as exc:
             raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
         return self._reply_from_completion(data)
@@ -93,6 +96,7 @@ class OpenAICompatModel:
         usage = Usage()
         finish_reason: str | None = None
         model = self._wire_model
+        end = _StreamEnd()
         try:
             async with self._http().stream(
                 "POST", self._url, content=body, headers=headers, timeout=timeout
@@ -106,10 +110,10 @@ class OpenAICompatModel:
                     for event in events_of(self._reply_from_completion(response.json())):
                         yield event
                     return
-                async for data in _sse_data(response):
+                async for data in _sse_data(response, end):
                     chunk = self._parse_chunk(data)
                     if chunk.get("usage"):
-                        usage = _usage(chunk["usage"])
+                        usage = self._usage(chunk["usage"])
                     model = chunk.get("model") or model
                     choices = chunk.get("choices")
                     if not choices:
@@ -130,9 +134,13 @@ class OpenAICompatModel:
                     if choice.get("finish_reason"):
                         finish_reason = choice["finish_reason"]
         except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from exc
+            raise self._transport_error(exc, timeout, answered=end.data) from exc
         except ValueError as exc:
             raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
+        if finish_reason is None and not end.done:
+            raise incomplete_stream(
+                self.name, shown=bool(text or reasoning), in_tool_call=accumulator.has_open_call
+            )
         for ready in accumulator.finish_events():
             yield ready
         reply = Reply(
@@ -192,12 +200,14 @@ class OpenAICompatModel:
             chunk = None
         if not isinstance(chunk, dict):
             shown = data[:200].decode(errors="replace")
-            raise ModelError(f"{self.name}: invalid stream chunk from the server: {shown!r}")
+            # A corrupted stream is a transport fault: retried when nothing of it was shown yet.
+            raise ModelError(
+                f"{self.name}: the server sent a stream chunk that is not JSON: {shown!r}", retryable=True
+            )
         error = chunk.get("error")
         if error:
             message, status = _error_fields(error)
-            retryable = status is not None and (status in _RETRYABLE_STATUS or status >= 500)
-            raise ModelError(f"{self.name}: {message}", status=status, retryable=retryable)
+            raise ModelError(f"{self.name}: {clean(message)}", retryable=retryable_status(status))
         return chunk
 
     def _reply_from_completion(self, data: dict[str, Any]) -> Reply:
@@ -218,51 +228,75 @@ class OpenAICompatModel:
             content=message.get("content"),
             tool_calls=calls,
             reasoning=message.get("reasoning_content") or message.get("reasoning"),
-            usage=_usage(data.get("usage") or {}),
+            usage=self._usage(data.get("usage") or {}),
             finish_reason=choice.get("finish_reason"),
             model=data.get("model") or self._wire_model,
         )
 
+    def _usage(self, data: Mapping[str, Any]) -> Usage:
+        """Tokens as the server counted them, priced from litellm's price data when it knows the model."""
+        prompt = data.get("prompt_tokens") or 0
+        completion = data.get("completion_tokens") or 0
+        total = data.get("total_tokens") or prompt + completion
+        return Usage(prompt, completion, total, cost_usd(self.name, prompt, completion))
+
     def _status_error(self, response: httpx.Response, *, streaming: bool) -> ModelError:
+        """The server's status and its own message, once (the URL stays out: the user knows it)."""
         status = response.status_code
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = None
-        if isinstance(payload, dict):
-            message, _ = _error_fields(payload.get("error") or payload)
-        else:
-            message = response.text[:300] or response.reason_phrase
-        text = f"{self.name}: HTTP {status} from {self.api_base}: {message}"
+        message = provider_message(response.content) or clean(response.text) or response.reason_phrase
+        text = f"{self.name}: HTTP {status}: {clean(message)}" if message else f"{self.name}: HTTP {status}"
         if streaming and status in (400, 404, 422, 501) and says_streaming_unsupported(message):
             return StreamingUnsupported(text, status=status)
         hint = "check model.api_key" if status in (401, 403) else None
         return ModelError(
-            text, status=status, retryable=status in _RETRYABLE_STATUS or status >= 500, hint=hint
+            text,
+            status=status,
+            retryable=retryable_status(status),
+            hint=hint,
+            retry_after=retry_after_s(response.headers),
         )
 
-    def _transport_error(self, exc: httpx.HTTPError) -> ModelError:
+    def _transport_error(self, exc: httpx.HTTPError, timeout: Any, *, answered: bool) -> ModelError:
+        """What happened on the connection, in words (no status: the server sent none)."""
         if isinstance(exc, httpx.TimeoutException):
-            return ModelError(f"{self.name}: timed out ({type(exc).__name__})", retryable=True)
+            seconds = timeout if isinstance(timeout, (int, float)) else self._timeout_s
+            return ModelError(
+                f"{self.name}: no answer within {seconds:g} s (timed out)", retryable=True, hint=_TIMEOUT_HINT
+            )
         if isinstance(exc, httpx.UnsupportedProtocol):
-            return ModelError(f"{self.name}: bad api_base {self.api_base!r}: {exc}")
+            return ModelError(f"{self.name}: bad api_base {self.api_base!r}: {clean(str(exc))}")
         if isinstance(exc, httpx.ConnectError):
             return ModelError(
-                f"{self.name}: cannot connect to {self.api_base}: {exc}",
+                f"{self.name}: cannot connect to {self.api_base}: {clean(str(exc)) or type(exc).__name__}",
                 retryable=True,
                 hint="is the server running?",
             )
-        if isinstance(exc, httpx.TransportError):
-            return ModelError(f"{self.name}: connection to {self.api_base} failed: {exc!r}", retryable=True)
-        return ModelError(f"{self.name}: {exc!r}")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            what = (
+                "dropped in the middle of the answer" if answered else "was closed before an answer arrived"
+            )
+            return ModelError(
+                f"{self.name}: the connection to the server {what}",
+                retryable=True,
+                hint="the server or a proxy closed it; try again",
+            )
+        return ModelError(f"{self.name}: {clean(str(exc)) or type(exc).__name__}", retryable=True)
 
 
 #: How long the end of a body may take after ``[DONE]`` before its connection is given up.
 _DRAIN_S = 0.25
 
 
-async def _sse_data(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The ``data:`` payloads of a server-sent event stream, up to ``[DONE]``.
+@dataclass
+class _StreamEnd:
+    """How far a stream got: whether data arrived, and whether its ``[DONE]`` did."""
+
+    data: bool = False
+    done: bool = False
+
+
+async def _sse_data(response: httpx.Response, end: _StreamEnd) -> AsyncIterator[bytes]:
+    """The ``data:`` payloads of a server-sent event stream, up to ``[DONE]`` (noted in ``end``).
 
     Lines are split from the raw bytes (cheaper than decoding text line by line; JSON parses from
     UTF-8 bytes). What follows ``[DONE]`` (normally only the body's end) is read too, so the
@@ -272,12 +306,14 @@ async def _sse_data(response: httpx.Response) -> AsyncIterator[bytes]:
     chunks = response.aiter_bytes()
     pending = b""
     async for block in chunks:
+        end.data = True
         *lines, pending = (pending + block).split(b"\n")
         for line in lines:
             if not line.startswith(b"data:"):
                 continue
             data = line[5:].strip()
             if data == b"[DONE]":
+                end.done = True
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(_DRAIN_S):
                         async for _ in chunks:
@@ -285,14 +321,11 @@ async def _sse_data(response: httpx.Response) -> AsyncIterator[bytes]:
                 return
             yield data
     tail = pending.strip()
-    if tail.startswith(b"data:") and tail[5:].strip() != b"[DONE]":
-        yield tail[5:].strip()
-
-
-def _usage(data: Mapping[str, Any]) -> Usage:
-    prompt = data.get("prompt_tokens") or 0
-    completion = data.get("completion_tokens") or 0
-    return Usage(prompt, completion, data.get("total_tokens") or prompt + completion)
+    if tail.startswith(b"data:"):
+        if tail[5:].strip() == b"[DONE]":
+            end.done = True
+        else:
+            yield tail[5:].strip()
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -6,6 +6,10 @@ exponential backoff and jitter; then (or at once, for an error that retrying can
 model is tried. A stream is retried only while it has yielded nothing: once text has reached the
 user, replaying it would show it twice. A model that refuses to stream is asked with ``complete``
 instead, silently, from then on (SPEC section 4: "stream: silently false when the model cannot stream").
+
+A server that says how long to wait (``Retry-After``, in seconds or as an HTTP date) is waited for
+that long instead of the backoff, capped by the model's ``timeout_s`` and by ``MAX_RETRY_AFTER_S``.
+Every retry is announced (``runner.models.notices``): which error, how long the wait, which attempt.
 """
 
 from __future__ import annotations
@@ -18,10 +22,15 @@ from typing import Any
 
 from runner.errors import ModelError
 from runner.models.base import Model, Reply, Request, StreamEvent, StreamingUnsupported, events_of
+from runner.models.notices import notify
 
-__all__ = ["ResilientModel"]
+__all__ = ["MAX_RETRY_AFTER_S", "ResilientModel"]
 
 _sleep = asyncio.sleep  # tests replace it to record backoff delays
+
+#: The longest a ``Retry-After`` is waited for (a longer one is cut to this; so is one longer than
+#: the model's ``timeout_s``).
+MAX_RETRY_AFTER_S = 60.0
 
 
 class ResilientModel:
@@ -35,12 +44,15 @@ class ResilientModel:
         retries: int = 2,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
+        max_wait_s: float | None = None,
     ) -> None:
         self.primary = primary
         self.fallbacks = list(fallbacks)
         self.retries = max(0, retries)
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        # the longest Retry-After honoured: the model's timeout_s, and never past MAX_RETRY_AFTER_S
+        self.max_wait_s = min(MAX_RETRY_AFTER_S, max_wait_s) if max_wait_s else MAX_RETRY_AFTER_S
         self.last_model: str | None = None  # the model that gave the last answer
         self._cannot_stream: set[int] = set()
 
@@ -69,7 +81,7 @@ class ResilientModel:
                     errors[position] = exc
                     if not exc.retryable or attempt == self.retries:
                         break
-                    await _sleep(self._delay(attempt))
+                    await self._wait(model, exc, attempt)
                 else:
                     self.last_model = model.name
                     return reply
@@ -97,7 +109,7 @@ class ResilientModel:
                     errors[position] = exc
                     if not exc.retryable or attempt == self.retries:
                         break
-                    await _sleep(self._delay(attempt))
+                    await self._wait(model, exc, attempt)
                     attempt += 1
                     continue
                 finally:
@@ -130,6 +142,21 @@ class ResilientModel:
     async def _completed(self, model: Model, request: Request) -> AsyncIterator[StreamEvent]:
         for event in events_of(await model.complete(request)):
             yield event
+
+    async def _wait(self, model: Model, error: ModelError, attempt: int) -> None:
+        """Wait before retry ``attempt + 1``: what the server asked for, else the backoff; say so."""
+        asked = error.retry_after
+        if asked is None:
+            delay = self._delay(attempt)
+            why = ""
+        else:
+            delay = min(asked, self.max_wait_s)
+            why = " as the server asked (Retry-After)"
+            if asked > delay:
+                why = f" (the server asked for {asked:g} s; the most the runner waits is {delay:g} s)"
+        reason = error.message.removeprefix(f"{model.name}: ").rstrip(".")
+        notify(f"{model.name}: {reason}; retrying in {delay:.1f} s{why} ({attempt + 1} of {self.retries})")
+        await _sleep(delay)
 
     def _delay(self, attempt: int) -> float:
         delay: float = min(self.max_backoff_s, self.backoff_s * 2.0**attempt)

@@ -23,9 +23,27 @@ class Budget:
     tool_calls: int = 0
     started: float = field(default_factory=time.monotonic)
 
-    def add(self, usage: Usage) -> None:
-        """Count a model call's usage (sub-agents and selectors included)."""
+    unpriced_told: bool = False
+
+    def add(self, usage: Usage) -> str | None:
+        """Count a model call's usage (sub-agents and selectors included).
+
+        Returns a warning, once per session, when ``max_cost_usd`` is set and the call has no price:
+        its cost cannot be counted, so the limit cannot be enforced (it is never counted as zero).
+        """
         self.usage = self.usage + usage
+        if (
+            self.limits.max_cost_usd is None
+            or usage.cost_usd is not None
+            or not usage.total_tokens
+            or self.unpriced_told
+        ):
+            return None
+        self.unpriced_told = True
+        return (
+            f"unpriced: cost limit cannot be enforced (limits.max_cost_usd = {self.limits.max_cost_usd:g};"
+            " the model's price is not in litellm's price data)"
+        )
 
     def remaining_s(self) -> float | None:
         """Seconds left of ``limits.timeout_s``, or None when unlimited."""

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from runner.agentfile.config import AgentConfig, TemplateSource
 from runner.errors import LimitReached, RunnerError
+from runner.models import notices as model_notices
 from runner.models.base import Model, Usage
 from runner.runtime.host import RuntimeHost
 from runner.runtime.runtime import AgentRuntime
@@ -231,6 +232,7 @@ class Session:
         token = _current.set(self)
         dropped_before = self._dropped
         turns: list[TurnResult] = []
+        notices = model_notices.listen(self._model_notice)  # retries and waits, told to this user
         try:
             waiting = continue_waiting and self.conversation.needs_continuation()
             for text in inputs:
@@ -241,6 +243,7 @@ class Session:
             if self.ended is None:
                 await self._drain(turns, waiting)
         finally:
+            model_notices.stop(notices)
             _current.reset(token)
         return RunResult(turns, self.session_id, self.usage, self._dropped - dropped_before, self.ended)
 
@@ -514,12 +517,18 @@ class Session:
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage (the session's, a selector's, a sub-agent's) and report it."""
-        self.budget.add(usage)
+        unpriced = self.budget.add(usage)
         self.sink(UsageUpdate(usage, self.budget.usage))
+        if unpriced:
+            self.note(unpriced, "warning")
 
     def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
         """Tell the user something."""
         self.sink(Note(text, level))
+
+    def _model_notice(self, text: str) -> None:
+        """What the model layer says while this session waits on it (a retry, its wait)."""
+        self.note(text, "warning")
 
     def record_event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript."""

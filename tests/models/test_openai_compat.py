@@ -56,7 +56,7 @@ async def test_garbled_stream_chunk_raises_model_error() -> None:
     model = mock_model(
         lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
     )
-    with pytest.raises(ModelError, match="invalid stream chunk"):
+    with pytest.raises(ModelError, match="stream chunk that is not JSON"):
         async for _ in model.stream(REQUEST):
             pass
 

@@ -175,3 +175,25 @@ async def test_aclose_closes_primary_and_fallbacks() -> None:
 def test_name_and_tool_support_come_from_the_primary() -> None:
     model = ResilientModel(ScriptedModel([], name="main"), [CannotStream()])
     assert (model.name, model.supports_tools) == ("main", True)
+
+
+async def test_retry_after_replaces_the_backoff_exactly_and_is_announced(
+    recorded_sleeps: list[float], notices: list[str]
+) -> None:
+    limited = ModelError("primary: HTTP 429: slow down.", status=429, retryable=True, retry_after=3.0)
+    primary = ScriptedModel([limited, transient("primary: busy"), text("ok")], name="primary")
+    model = ResilientModel(primary, retries=2, backoff_s=0.5, max_wait_s=120)
+    assert (await model.complete(REQUEST)).content == "ok"
+    assert recorded_sleeps[0] == 3.0  # no jitter below what the server asked for
+    assert 0.5 * 0.75 <= recorded_sleeps[1] <= 1.0 * 1.25  # no Retry-After: the backoff
+    assert notices[0] == (
+        "primary: HTTP 429: slow down; retrying in 3.0 s as the server asked (Retry-After) (1 of 2)"
+    )
+    assert notices[1].startswith("primary: busy; retrying in ") and "Retry-After" not in notices[1]
+
+
+async def test_a_stream_retried_for_retry_after_waits_too(recorded_sleeps: list[float]) -> None:
+    limited = ModelError("primary: HTTP 429", status=429, retryable=True, retry_after=1.5)
+    primary = ScriptedModel([limited, text("ok")], name="primary")
+    events = [event async for event in ResilientModel(primary, retries=1).stream(REQUEST)]
+    assert isinstance(events[-1], Completed) and recorded_sleeps == [1.5]
