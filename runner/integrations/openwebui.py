@@ -5,13 +5,19 @@ Install it as a Function in Open WebUI (see docs/openwebui.md): the whole Functi
     from runner.integrations.openwebui import Pipe
 
 Each agent found under the ``AGENT_PATHS`` valve is a model (a manifold: ``pipes()`` lists them).
-``pipe()`` runs the agent's loop in Open WebUI's own process with the rules of ``runner serve``:
-text is yielded as strings, every tool the agent executes as a ``<details type="tool_calls"
-done="true">`` block, and the answer ends with one ``{"choices": [{"delta": {}, "finish_reason":
-"stop"}]}`` chunk. The agent's own calls never appear as ``delta.tool_calls`` (Open WebUI would run
-them again, open-webui#23957); only calls of tools Open WebUI itself offers in ``body["tools"]`` do,
-and then the answer ends with ``finish_reason: "tool_calls"`` and Open WebUI calls the pipe again
-with the results. While a tool runs, a status line says so (``__event_emitter__``).
+``pipe()`` runs the agent's loop in Open WebUI's own process with the rules of ``runner serve``.
+
+A streamed answer is returned as a ``StreamingResponse`` holding exactly the event stream
+``runner serve`` sends: Open WebUI passes a pipe's ``StreamingResponse`` through untouched (a pipe
+that yields chunks instead gets Open WebUI's own final ``finish_reason: "stop"`` chunk added after
+its own, and chunks it yields as dicts are not completed with ``id`` / ``object`` / ``model``, which
+the ``openai`` SDK needs). So every chunk is a whole ``chat.completion.chunk``, one finish reason
+ends the answer, ``stream_options.include_usage`` gets its usage chunk, and ``[DONE]`` follows.
+Every tool the agent executes is a ``<details type="tool_calls" done="true">`` block in the text.
+The agent's own calls never appear as ``delta.tool_calls`` (Open WebUI would run them again,
+open-webui#23957); only calls of tools Open WebUI itself offers in ``body["tools"]`` do, and then
+the answer ends with ``finish_reason: "tool_calls"`` and Open WebUI calls the pipe again with the
+results. While a tool runs, a status line says so (``__event_emitter__``).
 """
 
 from __future__ import annotations
@@ -25,11 +31,11 @@ from pydantic import BaseModel, Field
 
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import load_catalog
-from runner.serve.engine import ChatRun, EndPiece, ReasoningPiece, ToolRunning
+from runner.serve.engine import ChatRun, EndPiece, ToolRunning
 from runner.serve.history import parse_conversation
 from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
 from runner.serve.reload import CatalogHolder
-from runner.serve.sse import ContentBuilder, collect_completion, wire_calls
+from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
 from runner.session import RunOptions
 
 __all__ = ["Pipe"]
@@ -37,11 +43,6 @@ __all__ = ["Pipe"]
 log = logging.getLogger("runner.integrations.openwebui")
 
 EventEmitter = Callable[[dict[str, Any]], Awaitable[None]]
-Chunk = str | dict[str, Any]
-
-
-def _choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
 
 
 class Pipe:
@@ -116,8 +117,9 @@ class Pipe:
         body: dict[str, Any],
         __user__: dict[str, Any] | None = None,
         __event_emitter__: EventEmitter | None = None,
-    ) -> AsyncIterator[Chunk] | dict[str, Any]:
-        """Answer ``body`` (Open WebUI's chat-completions form): a stream of chunks, or one completion.
+    ) -> Any:
+        """Answer ``body`` (Open WebUI's chat-completions form): a ``StreamingResponse`` of server-sent
+        events (as ``runner serve`` streams them), or one completion.
 
         A request that cannot run (an unknown agent, a malformed body, a tool source that does not
         open) raises, and Open WebUI shows the error.
@@ -149,34 +151,33 @@ class Pipe:
                     run.cancel()
                     await run.wait_closed()
         emit = __event_emitter__ if self.valves.SHOW_TOOL_STATUS else None
-        return self._stream(run, emit)
+        from starlette.responses import StreamingResponse
 
-    async def _stream(self, run: ChatRun, emit: EventEmitter | None) -> AsyncIterator[Chunk]:
-        builder = ContentBuilder()
-        status_shown = False
+        writer = ChunkWriter(model, include_usage=chat.include_usage)
+        return StreamingResponse(self._events(run, emit, writer), media_type="text/event-stream")
+
+    async def _events(
+        self, run: ChatRun, emit: EventEmitter | None, writer: ChunkWriter
+    ) -> AsyncIterator[bytes]:
         try:
-            async for piece in run.pieces():
-                if isinstance(piece, ToolRunning):
-                    if emit is not None:
-                        status_shown = True
-                        description = f"Running {piece.name}…"
-                        await emit({"type": "status", "data": {"description": description, "done": False}})
-                elif isinstance(piece, ReasoningPiece):
-                    if piece.text:
-                        yield _choice({"reasoning_content": piece.text})
-                elif isinstance(piece, EndPiece):
-                    if emit is not None and status_shown:
-                        await emit(
-                            {"type": "status", "data": {"description": "", "done": True, "hidden": True}}
-                        )
-                    if piece.client_calls:
-                        yield _choice({"tool_calls": wire_calls(piece.client_calls)})
-                    yield _choice({}, piece.finish_reason)
-                else:
-                    text = builder.content(piece)
-                    if text:
-                        yield text
+            async for chunk in stream_chunks(self._with_status(run, emit), writer):
+                yield encode(chunk)
+            yield DONE
         finally:
             if not run.delivered:  # Open WebUI stopped the answer: stop the agent, release its tools
                 run.cancel()
                 await run.wait_closed()
+
+    @staticmethod
+    async def _with_status(run: ChatRun, emit: EventEmitter | None) -> AsyncIterator[Any]:
+        """The run's pieces; a status line in Open WebUI while a tool runs."""
+        shown = False
+        async for piece in run.pieces():
+            if emit is not None and isinstance(piece, ToolRunning):
+                shown = True
+                await emit(
+                    {"type": "status", "data": {"description": f"Running {piece.name}…", "done": False}}
+                )
+            elif emit is not None and shown and isinstance(piece, EndPiece):
+                await emit({"type": "status", "data": {"description": "", "done": True, "hidden": True}})
+            yield piece
