@@ -367,3 +367,20 @@ def test_what_tools_and_hooks_print_goes_to_stderr_and_stdout_stays_clean(
         assert all(json.loads(line) for line in result.stdout.splitlines())
     else:
         assert result.stdout.strip() == "the answer"
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_a_model_error_body_holding_a_secret_is_redacted(
+    cli: Cli, serve: Any, tmp_path: Path, json_output: bool
+) -> None:
+    server = serve([{"status": 400, "error": f"invalid key {SECRET} for this model"}], repeat=True)
+    body = (
+        f"version: 1\nname: t\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n"
+        "  api_key: ${SERVICE_TOKEN}\n  retries: 0\nprompts:\n  system: You answer.\n"
+    )
+    agent = write_agent(tmp_path / "a", body)
+    args = ["run", str(agent), "-p", "go", *(["--json"] if json_output else [])]
+    result = cli(*args, extra_env={"SERVICE_TOKEN": SECRET})
+    assert result.returncode == 1
+    assert SECRET not in result.stdout + result.stderr
+    assert "invalid key ***" in (result.stdout if json_output else result.stderr)
