@@ -28,7 +28,6 @@ from runner.agentfile.sandbox import (
     TemplateLimits,
     metered,
 )
-from runner.agentfile.template_static import constant_limit_errors
 from runner.errors import ConfigError
 
 __all__ = [
@@ -186,6 +185,8 @@ class TemplateEngine:
                         f" (did you mean '{close[0]}'?)" if close else ""
                     )
                     errors.append(self._error(source, message, node.lineno))
+        from runner.agentfile.template_static import constant_limit_errors  # validate-time only
+
         for message, lineno in constant_limit_errors(self.env, tree):
             errors.append(self._error(source, message, lineno))
         return errors

@@ -23,7 +23,6 @@ from runner.errors import ConfigError
 from runner.text import utf8
 from runner.tools.bounded import Escaped, bounded
 from runner.tools.capture import printing_to_stderr
-from runner.tools.procs import Child
 from runner.tools.threads import run_in_thread
 
 __all__ = [
@@ -233,6 +232,8 @@ class HookChains:
     async def _run_command(self, hook: HookConfig, event: HookEvent) -> HookResult:
         payload = utf8(json.dumps(event.to_json(), ensure_ascii=False, default=str))
         out, err = bytearray(), bytearray()
+        from runner.tools.procs import Child  # ctypes and the reaper: only for command hooks
+
         try:
             child = await Child.start(
                 ["/bin/sh", "-c", hook.value],

@@ -52,12 +52,13 @@ import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
-from runner.tools.holeglob import could_match, must_match
-from runner.tools.shellwords import CommandLine, allow_text, deny_texts, is_neutral, read_command_line
+
+if TYPE_CHECKING:  # the shell reader loads when a rule first judges a command line
+    from runner.tools.shellwords import CommandLine
 
 __all__ = ["PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
 
@@ -215,6 +216,9 @@ def _command_matches(line: CommandLine, raw: str, glob: str, *, allow: bool) -> 
         return _allowing_globs(line, [glob]) is not None
     if line.uncertain is not None or fnmatch.fnmatchcase(raw, glob):
         return True
+    from runner.tools.holeglob import could_match
+    from runner.tools.shellwords import deny_texts
+
     return any(
         command.opaque is not None or any(could_match(glob, text) for text in deny_texts(command))
         for command in line.commands
@@ -225,6 +229,9 @@ def _allowing_globs(line: CommandLine, globs: list[str]) -> set[str] | None:
     """The globs that allow each command of ``line`` (each command by one), or None if some cannot."""
     if line.uncertain is not None or line.allow_blocker is not None:
         return None
+    from runner.tools.holeglob import must_match
+    from runner.tools.shellwords import allow_text, is_neutral
+
     judged = [c for c in line.commands if not c.in_script and not is_neutral(c)]
     if not judged:
         return None
@@ -251,6 +258,8 @@ def _unread_reason(rule: Rule, args: Mapping[str, Any]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _line(line: str) -> CommandLine:
+    from runner.tools.shellwords import read_command_line
+
     return read_command_line(line)
 
 
