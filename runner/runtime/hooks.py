@@ -219,8 +219,9 @@ class HookChains:
             fn = self._callables[key] = found
         try:
             with printing_to_stderr():  # what a hook prints must not land in the answer
-                work = fn(event) if inspect.iscoroutinefunction(fn) else run_in_thread(fn, event)
-                value = await bounded(work, hook.timeout_s)
+                is_async = inspect.iscoroutinefunction(fn)
+                work = fn(event) if is_async else run_in_thread(fn, event)
+                value = await bounded(work, hook.timeout_s, isolate=is_async)
             return HookResult.coerce(value)
         except TimeoutError:
             raise HookFailed(f"{hook.value} timed out after {hook.timeout_s:g} s") from None

@@ -49,6 +49,9 @@ class Tool:
     confirm: bool = False
     timeout_s: float | None = None
     original_name: str = ""
+    #: Its call runs someone else's async code on the event loop (an async Python tool), which may
+    #: ignore cancellation: the executor runs it in a task of its own that it can abandon.
+    isolated: bool = False
     _definition: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -61,14 +61,21 @@ async def contained(work: Awaitable[T]) -> T:
         raise Escaped(exc) from None
 
 
-async def bounded(work: Awaitable[T], timeout_s: float | None, *, grace_s: float = GRACE_S) -> T:
+async def bounded(
+    work: Awaitable[T], timeout_s: float | None, *, isolate: bool = True, grace_s: float = GRACE_S
+) -> T:
     """Await ``work`` within ``timeout_s`` (None: no limit); ``TimeoutError`` when it runs out.
 
-    The work runs in a task of its own so that, when it ignores cancellation, it can be left behind:
-    after a timeout, or when the caller is cancelled (Ctrl+C, ``limits.timeout_s``, a client that
-    went away), the caller gets control back within ``grace_s``. Errors come out as they are,
+    With ``isolate`` (someone else's async code) the work runs in a task of its own so that, when it
+    ignores cancellation, it can be left behind: after a timeout, or when the caller is cancelled
+    (Ctrl+C, ``limits.timeout_s``, a client that went away), the caller gets control back within
+    ``grace_s``. Work that only awaits a worker thread (a sync tool or hook) cannot ignore its
+    cancellation and needs no task (``isolate=False``, cheaper). Errors come out as they are,
     ``KeyboardInterrupt`` and ``SystemExit`` as ``Escaped``.
     """
+    if not isolate:
+        async with asyncio.timeout(timeout_s):
+            return await contained(work)
     task = asyncio.ensure_future(contained(work))
     try:
         done, _ = await asyncio.wait((task,), timeout=timeout_s)

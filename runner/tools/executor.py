@@ -275,7 +275,7 @@ async def _run(
     started = time.perf_counter()
     limit = timeout if timeout and timeout > 0 else None
     try:
-        value = await bounded(_call(tool, arguments, ctx), limit)
+        value = await bounded(_call(tool, arguments, ctx), limit, isolate=tool.isolated)
     except TimeoutError:  # the deadline's (the tool's own TimeoutError is a ToolError by now)
         content = f"Tool {tool.name!r} timed out after {timeout:g} s and was abandoned."
         return _error(call, content, arguments, started)

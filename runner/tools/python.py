@@ -147,6 +147,8 @@ def _build_tool(fn: Callable[..., Any], *, source_id: str) -> Tool:
         source_kind="python",
         source_id=source_id,
         call=plan.call,
+        # a plain sync function runs in a worker thread; anything else may await on the event loop
+        isolated=plan.is_async or not (inspect.isfunction(fn) or inspect.ismethod(fn)),
     )
 
 
