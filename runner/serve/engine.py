@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from runner.session.events import (
     TurnEnded,
     UsageUpdate,
 )
+from runner.store.transcript import Redactor
 
 __all__ = ["ChatRun", "EndPiece", "Piece", "ReasoningPiece", "TextPiece", "ToolBlock", "ToolRunning"]
 
@@ -78,10 +80,18 @@ class EndPiece:
 Piece = TextPiece | ReasoningPiece | ToolRunning | ToolBlock | EndPiece
 
 
-def _api_error(exc: BaseException) -> ApiError:
-    """An error of the run as the API reports it: the model's failures are 502, the rest 500."""
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+", re.IGNORECASE)
+
+
+def _api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiError:
+    """An error of the run as the API reports it: the model's failures are 502, the rest 500.
+
+    A client learns that the model failed and why, never where the agent's model is: URLs in a
+    model's error are replaced, and the agent's secrets are redacted.
+    """
     if isinstance(exc, ModelError):
-        return ApiError(502, f"the model failed: {exc.message}", type="server_error", code="model_error")
+        message = redact(_URL.sub("(the agent's model endpoint)", exc.message))
+        return ApiError(502, f"the model failed: {message}", type="server_error", code="model_error")
     if isinstance(exc, RunnerError):
         return ApiError(500, str(exc), type="server_error", code="agent_error")
     return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
@@ -244,7 +254,7 @@ class ChatRun:
                 raise
             if not isinstance(exc, RunnerError):
                 log.exception("agent %s: the run failed", self.name)
-            error = _api_error(exc)
+            error = _api_error(exc, Redactor(self.host.config.secrets))
             self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
             self._put(EndPiece("stop", (), self._usage, error))
         finally:

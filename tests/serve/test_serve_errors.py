@@ -203,3 +203,24 @@ def test_a_tool_source_that_cannot_open_is_an_error_before_any_stream(
     assert caught.value.status_code == 500
     assert "tool source" in str(caught.value.body)
     assert server.requests == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_model_that_cannot_be_reached_is_reported_without_its_url(
+    agent_files: Any, serve_app: Callable[..., Any], stream: bool
+) -> None:
+    import socket
+    from types import SimpleNamespace
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    internal = f"http://127.0.0.1:{port}/v1"
+    agent_files.write("lost", SimpleNamespace(base_url=internal))
+    served = serve_app([agent_files.root])
+    with served.http() as http:
+        body = {"model": "lost", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+        response = http.post("/v1/chat/completions", json=body)
+    text = response.text
+    assert "cannot connect" in text and "(the agent's model endpoint)" in text
+    assert f"127.0.0.1:{port}" not in text and internal not in text
