@@ -39,11 +39,15 @@ class Repl:
         worker: SessionThread,
         output: ConsoleOutput | JsonOutput,
         *,
-        read: Callable[[str], str] = input,
+        read: Callable[[str], str] | None = None,
         write: Callable[[str], Any] | None = None,
     ) -> None:
         self.worker = worker
         self.output = output
+        if read is None:
+            from runner.cli.run import read_line
+
+            read = read_line
         self.read = read
         self.write = write or (lambda text: sys.stderr.write(text + "\n"))
         with contextlib.suppress(ImportError):

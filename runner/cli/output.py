@@ -168,6 +168,7 @@ class JsonOutput:
         self.thinking = thinking
         self.usage = Usage()
         self._reasoning = ""  # the end of a reasoning chunk that could begin a secret (cli.guard)
+        self.session_id: str | None = None
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -214,6 +215,11 @@ class JsonOutput:
         elif isinstance(event, TurnEnded):
             self._emit({"type": "turn_end", "output": event.output, "reason": event.reason})
 
+    def session(self, session_id: str, *, resumed: bool = False) -> None:
+        """The first record: the session's id (``runner resume ID`` goes on with it)."""
+        self.session_id = session_id
+        self._emit({"type": "session", "session_id": session_id, "resumed": resumed})
+
     def error(self, error: BaseException, *, session_id: str | None = None) -> None:
         """An ``error`` record: what went wrong, and the session to resume."""
         record: dict[str, Any] = {"type": "error", "message": str(error)}
@@ -223,7 +229,10 @@ class JsonOutput:
 
     def finish(self) -> None:
         """The closing ``end`` record."""
-        self._emit({"type": "end", "usage": _usage(self.usage)})
+        record: dict[str, Any] = {"type": "end", "usage": _usage(self.usage)}
+        if self.session_id is not None:
+            record["session_id"] = self.session_id
+        self._emit(record)
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

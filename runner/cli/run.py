@@ -149,9 +149,21 @@ def wait_interruptibly(future: concurrent.futures.Future[T], *, on_interrupt: Ca
             on_interrupt()
 
 
+def read_line(prompt: str) -> str:
+    """A line the user types. The prompt goes to stderr unless both ends are a terminal: stdout
+    carries only the answers (or ``--json``)."""
+    import sys
+
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return input(prompt)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return input()
+
+
 def _ask(prompt: str) -> str:
     try:
-        return input(prompt)
+        return read_line(prompt)
     except EOFError:
         return "n"
 
@@ -188,6 +200,8 @@ def execute(request: RunRequest) -> int:
         request.options.confirm = make_confirm(_ask)
     worker = SessionThread()
     lifetime = worker.start(request, output)
+    if isinstance(output, JsonOutput) and worker.session is not None:
+        output.session(worker.session.session_id, resumed=request.resume is not None)
     code = 0
     try:
         result = run_inputs(worker, list(request.prompts))  # session_start, a resumed step, the -p prompts

@@ -76,6 +76,23 @@ def test_json_output_is_one_event_per_line(cli: Cli, serve: Any, tmp_path: Path)
     result_event = next(e for e in events if e["type"] == "tool_result")
     assert result_event["content"] == "5" and result_event["is_error"] is False
     assert next(e for e in events if e["type"] == "turn_end")["output"] == "5"
+    # the session is the first event and the end names it again: a script can resume it
+    (path,) = cli.transcripts()
+    assert events[0] == {"type": "session", "session_id": path.stem, "resumed": False}
+    assert events[-1]["session_id"] == path.stem
+
+
+def test_a_confirmation_asked_off_a_terminal_goes_to_stderr(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"content": "5"}])
+    body = agent_yaml(server.base_url).replace(
+        "  - python: tools_mod\n", "  - python: tools_mod\n    confirm: true\n"
+    )
+    agent = write_agent(tmp_path / "a", body, tools=TOOLS)
+    result = cli("run", str(agent), "-p", "2+3?", "-i", "--json", input="y\n")
+    assert result.returncode == 0, result.stderr
+    assert "[y/n/a(lways)]" in result.stderr and "[y/n" not in result.stdout
+    assert "t> " in result.stderr  # the chat's prompt too
+    assert all(json.loads(line) for line in result.stdout.splitlines())
 
 
 def test_prompt_from_stdin_and_several_prompts_in_order(cli: Cli, serve: Any, tmp_path: Path) -> None:
