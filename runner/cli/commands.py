@@ -132,6 +132,7 @@ def run_render(
 
     config = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
     note_secrets(config)
+    _warn_unknown_vars(config, variables)
     settings = runtime_settings(None)
     request = asyncio.run(first_request(config, input=input, variables=dict(variables), settings=settings))
     if json_output:
@@ -200,6 +201,7 @@ def run_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
     )
     note_secrets(config)
+    _warn_unknown_vars(config, variables)
     if resume is not None:
         _check_same_agent(resume, config)
     if not prompts and not interactive and resume is None:
@@ -319,6 +321,27 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
 _SHOWN_EVENTS = frozenset(
     {"turn", "error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
 )
+
+
+def _warn_unknown_vars(config: Any, variables: Mapping[str, Any]) -> None:
+    """``--var NAME=...`` that the agent neither declares nor uses: a warning, with "did you mean"."""
+    import difflib
+
+    from jinja2 import Environment, TemplateSyntaxError, meta
+
+    used: set[str] = set(config.vars)
+    env = Environment()
+    for source in (config.prompts.system, config.prompts.user, config.prompts.status):
+        if source is not None:
+            try:
+                used |= meta.find_undeclared_variables(env.parse(source.text))
+            except TemplateSyntaxError:
+                return  # validate reports it; no guessing here
+    for name in variables:
+        if name not in used:
+            close = difflib.get_close_matches(name, sorted(used), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            typer.echo(f"warning: --var {name} is not a variable of {config.name}{hint}", err=True)
 
 
 def run_sessions(action: str, session_id: str | None, *, show_all: bool = False) -> None:

@@ -309,3 +309,19 @@ def test_sessions_list_is_newest_first_with_how_each_ended_and_show_hides_bookke
     assert "status   done" in shown.stdout
     assert "(prompt:" not in shown.stdout and "(turn:" in shown.stdout
     assert "(prompt:" in cli("sessions", "show", sid, "--all").stdout
+
+
+def test_a_mistyped_var_is_warned_about_with_did_you_mean(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve([{"content": "ok"}], repeat=True)
+    body = (
+        agent_yaml(server.base_url).replace(
+            "system: You add numbers.", "system: 'You add numbers in {{ units }}.'"
+        )
+        + "vars:\n  units: metric\n"
+    )
+    agent = write_agent(tmp_path / "a", body, tools=TOOLS)
+    result = cli("run", str(agent), "-p", "hi", "--var", "unitz=imperial")
+    assert result.returncode == 0, result.stderr
+    assert "warning: --var unitz is not a variable of t (did you mean 'units'?)" in result.stderr
+    quiet = cli("run", str(agent), "-p", "hi", "--var", "units=imperial")
+    assert "warning: --var" not in quiet.stderr
