@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from runner import __version__
+from runner.cli.helpfmt import PlainText, debug_anywhere, plain_argument_help
 from runner.errors import ConfigError, ConfigErrors, RunnerError
 
 __all__ = [
@@ -40,6 +41,10 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+plain_argument_help()
+#: The type of the text arguments: help shows ``AGENT``, not ``AGENT <str>``.
+TEXT_ARG = PlainText()
 
 app = typer.Typer(
     name="runner",
@@ -139,21 +144,28 @@ def parse_vars(items: list[str] | None) -> dict[str, Any]:
 
 
 VarOption = Annotated[
-    list[str] | None, typer.Option("--var", help="Set a template variable: NAME=VALUE (repeatable).")
+    list[str] | None,
+    typer.Option("--var", metavar="NAME=VALUE", help="Set a template variable: NAME=VALUE (repeatable)."),
 ]
 
 
 @app.command()
 @handles_errors
 def validate(
-    agents: Annotated[list[str], typer.Argument(help="Agent files (or names) to check.")],
+    agents: Annotated[
+        list[str],
+        typer.Argument(click_type=TEXT_ARG, metavar="AGENT...", help="Agent files (or names) to check."),
+    ],
     json_output: Annotated[bool, typer.Option("--json", help="Print the errors as JSON.")] = False,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show which file of an extends chain set each value.")
     ] = False,
     var: VarOption = None,
 ) -> None:
-    """Check agent files against the schema and what the schema cannot see. Exit 2 if any is invalid."""
+    """Check agent files against the schema and what the schema cannot see. Exit 2 if any is invalid.
+
+    Example: runner validate agent.yaml; runner validate agents/ --json
+    """
     from runner.cli.commands import run_validate
 
     code = run_validate(agents, json_output=json_output, explain=explain, variables=parse_vars(var))
@@ -163,9 +175,17 @@ def validate(
 @app.command()
 @handles_errors
 def schema(
-    name: Annotated[str, typer.Argument(help="Which schema: agent, transcript or cassette.")] = "agent",
+    name: Annotated[
+        str,
+        typer.Argument(
+            click_type=TEXT_ARG, metavar="NAME", help="Which schema: agent, transcript or cassette."
+        ),
+    ] = "agent",
 ) -> None:
-    """Print a JSON Schema (the agent file's by default)."""
+    """Print a JSON Schema (the agent file's by default).
+
+    Example: runner schema > agent.schema.json; runner schema transcript
+    """
     from runner.resources import schema_path, schema_text
 
     if not schema_path(name).is_file():
@@ -176,13 +196,20 @@ def schema(
 @app.command()
 @handles_errors
 def render(
-    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
-    input: Annotated[str, typer.Option("--input", "-p", help="The sample user input to render.")] = "Hello!",
+    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
+    input: Annotated[
+        str, typer.Option("--input", "-p", metavar="TEXT", help="The sample user input to render.")
+    ] = "Hello!",
     var: VarOption = None,
-    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the request as JSON.")] = False,
 ) -> None:
-    """Show the first request (system prompt, tools, user message) without calling a model."""
+    """Show the first request (system prompt, tools, user message) without calling a model.
+
+    Example: runner render agent.yaml -p "What is the weather?" --var units=imperial
+    """
     from runner.cli.commands import run_render
 
     run_render(agent, input=input, variables=parse_vars(var), agent_name=agent_name, json_output=json_output)
@@ -191,10 +218,13 @@ def render(
 @app.command()
 @handles_errors
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the agent.")] = Path("."),
-    name: Annotated[str | None, typer.Option("--name", help="The agent's name.")] = None,
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Where to create the agent.")] = Path("."),
+    name: Annotated[str | None, typer.Option("--name", metavar="NAME", help="The agent's name.")] = None,
 ) -> None:
-    """Scaffold an agent, a tool module and a test that validate and pass."""
+    """Scaffold an agent, a tool module and a test that validate and pass.
+
+    Example: runner init my-agent
+    """
     from runner.cli.scaffold import scaffold
 
     created = scaffold(directory, name=name)
@@ -209,18 +239,22 @@ def init(
 @app.command()
 @handles_errors
 def run(
-    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
+    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
     prompt: Annotated[
-        list[str] | None, typer.Option("--prompt", "-p", help="A prompt to run (repeatable, in order).")
+        list[str] | None,
+        typer.Option("--prompt", "-p", metavar="TEXT", help="A prompt to run (repeatable, in order)."),
     ] = None,
     interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Chat after the prompts.")] = False,
     var: VarOption = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="Use this model instead of the file's.")
+        str | None, typer.Option("--model", metavar="MODEL", help="Use this model instead of the file's.")
     ] = None,
-    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
+    ] = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Continue a saved session (same as runner resume).")
+        str | None,
+        typer.Option("--session", metavar="ID", help="Continue a saved session (same as runner resume)."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
@@ -230,17 +264,22 @@ def run(
         bool, typer.Option("--watch", help="Reload the agent's files when they change; the chat goes on.")
     ] = False,
     record: Annotated[
-        Path | None, typer.Option("--record", help="Record every model call to this cassette.")
+        Path | None,
+        typer.Option("--record", metavar="FILE", help="Record every model call to this cassette."),
     ] = None,
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Answer model calls from this cassette (no network).")
+        Path | None,
+        typer.Option("--replay", metavar="FILE", help="Answer model calls from this cassette (no network)."),
     ] = None,
     replay_loose: Annotated[
         bool,
         typer.Option("--replay-loose", help="With --replay: warn on a changed request instead of failing."),
     ] = False,
 ) -> None:
-    """Run an agent on prompts (-p), interactively (-i), or both."""
+    """Run an agent on prompts (-p), interactively (-i), or both.
+
+    Example: runner run agent.yaml -p "Hello"; runner run agent.yaml -i --watch
+    """
     if record is not None and replay is not None:
         raise ConfigError("--record and --replay cannot be used together")
     if replay_loose and replay is None:
@@ -270,13 +309,21 @@ def run(
 @app.command()
 @handles_errors
 def resume(
-    session_id: Annotated[str, typer.Argument(help="The session id (a unique prefix is enough).")],
-    prompt: Annotated[list[str] | None, typer.Option("--prompt", "-p", help="Prompts to add.")] = None,
+    session_id: Annotated[
+        str,
+        typer.Argument(click_type=TEXT_ARG, metavar="ID", help="The session id (a unique prefix is enough)."),
+    ],
+    prompt: Annotated[
+        list[str] | None, typer.Option("--prompt", "-p", metavar="TEXT", help="Prompts to add.")
+    ] = None,
     interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Chat afterwards.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")] = False,
 ) -> None:
-    """Continue a saved session; if it stopped mid-turn, the next step starts at once."""
+    """Continue a saved session; if it stopped mid-turn, the next step starts at once.
+
+    Example: runner resume 20261201-1305 -p "and then?"
+    """
     from runner.cli.commands import run_agent
 
     code = run_agent(
@@ -298,17 +345,22 @@ def resume(
 @app.command()
 @handles_errors
 def tools(
-    agent: Annotated[str, typer.Argument(help="Agent file or name.")],
+    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
     json_output: Annotated[
         bool, typer.Option("--json", help="The exact tool specs sent to the model.")
     ] = False,
-    agent_name: Annotated[str | None, typer.Option("--agent", help="Which agent of a team file.")] = None,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
+    ] = None,
     check: Annotated[
         bool,
         typer.Option("--check", help="Open each source alone and report it: ok (tools, time) or why not."),
     ] = False,
 ) -> None:
-    """The resolved tool table: name, source, description; renames and failed sources."""
+    """The resolved tool table: name, source, description; renames and failed sources.
+
+    Example: runner tools agent.yaml; runner tools agent.yaml --check
+    """
     from runner.cli.commands import run_tools
 
     raise typer.Exit(run_tools(agent, json_output=json_output, agent_name=agent_name, check=check))
@@ -317,8 +369,12 @@ def tools(
 @app.command()
 @handles_errors
 def sessions(
-    action: Annotated[str, typer.Argument(help="list, or show")] = "list",
-    session_id: Annotated[str | None, typer.Argument(help="The session to show.")] = None,
+    action: Annotated[
+        str, typer.Argument(click_type=TEXT_ARG, metavar="list|show", help="list, or show")
+    ] = "list",
+    session_id: Annotated[
+        str | None, typer.Argument(click_type=TEXT_ARG, metavar="ID", help="The session to show.")
+    ] = None,
     show_all: Annotated[
         bool, typer.Option("--all", help="show: every transcript event, bookkeeping included.")
     ] = False,
@@ -337,12 +393,20 @@ def sessions(
 @app.command("test")
 @handles_errors
 def test_command(
-    agents: Annotated[list[str], typer.Argument(help="Agent files (or names) whose tests: to run.")],
+    agents: Annotated[
+        list[str],
+        typer.Argument(
+            click_type=TEXT_ARG, metavar="AGENT...", help="Agent files (or names) whose tests: to run."
+        ),
+    ],
     update: Annotated[
         bool, typer.Option("--update", help="Record the cassettes again against the live model.")
     ] = False,
 ) -> None:
-    """Run each agent's tests: against their cassettes; exit 1 if any case fails."""
+    """Run each agent's tests: against their cassettes; exit 1 if any case fails.
+
+    Example: runner test agent.yaml; runner test agent.yaml --update (records again, live)
+    """
     from runner.cli.commands import runtime_settings
     from runner.cli.testcmd import run_tests
 
@@ -354,12 +418,19 @@ def test_command(
 def serve(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(help="Agent files or folders (searched recursively); default ./agents."),
+        typer.Argument(
+            click_type=TEXT_ARG,
+            metavar="PATH...",
+            help="Agent files or folders (searched recursively); default ./agents.",
+        ),
     ] = None,
     host: Annotated[
-        str | None, typer.Option("--host", help="Interface to bind (RUNNER_SERVE_HOST, 127.0.0.1).")
+        str | None,
+        typer.Option("--host", metavar="HOST", help="Interface to bind (RUNNER_SERVE_HOST, 127.0.0.1)."),
     ] = None,
-    port: Annotated[int | None, typer.Option("--port", help="Port (RUNNER_SERVE_PORT, 8000).")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", metavar="PORT", help="Port (RUNNER_SERVE_PORT, 8000).")
+    ] = None,
     watch: Annotated[
         bool, typer.Option("--watch", help="Reload agent files when they change; running requests finish.")
     ] = False,
@@ -370,6 +441,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--allow-origin",
+            metavar="ORIGIN",
             help="A browser origin to answer, with CORS (repeatable; RUNNER_SERVE_ALLOWED_ORIGINS).",
         ),
     ] = None,
@@ -382,7 +454,10 @@ def serve(
         ),
     ] = False,
 ) -> None:
-    """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...)."""
+    """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...).
+
+    Example: runner serve agents/ --port 8000 --watch
+    """
     from runner.cli.serve_cmd import run_serve
 
     raise typer.Exit(
@@ -412,6 +487,8 @@ def main() -> None:
     from runner.tools.threads import MODEL_THREADS, TOOL_THREADS
 
     guard.install()
+    if debug_anywhere(sys.argv):
+        _state["debug"] = True
     try:
         app()
         code = 0
