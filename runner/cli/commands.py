@@ -301,15 +301,12 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
     if json_output:
         typer.echo(json.dumps(registry.definitions(), indent=2, ensure_ascii=False))
     else:
-        rows = [
-            (t.name, f"{t.source_kind}:{t.source_id}", " ".join(t.description.split()))
-            for t in registry.tools()
-        ]
+        rows = [(t.name, f"{t.source_kind}:{t.source_id}", _summary(t.description)) for t in registry.tools()]
         width = max([len(r[0]) for r in rows] + [4])
         swidth = max([len(r[1]) for r in rows] + [6])
         typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
         for name, source, description in rows:
-            typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description[:80]}")
+            typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description}")
         for rename in registry.renames:
             typer.echo(f"renamed: {rename.original} -> {rename.final} ({rename.reason})", err=True)
     for failure in failures:
@@ -321,6 +318,16 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
 _SHOWN_EVENTS = frozenset(
     {"turn", "error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
 )
+
+
+def _summary(description: str, limit: int = 80) -> str:
+    """A tool's summary for the table: its first paragraph, cut at a word with an ellipsis
+    (``--json`` shows the whole description)."""
+    first = " ".join(description.strip().split("\n\n", 1)[0].split())
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1].rsplit(" ", 1)[0] if " " in first[: limit - 1] else first[: limit - 1]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _warn_unknown_vars(config: Any, variables: Mapping[str, Any]) -> None:

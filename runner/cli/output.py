@@ -60,6 +60,8 @@ class ConsoleOutput:
         self._in_reasoning = False
         self.usage = Usage()
         self._spinner: Any = None  # on a terminal: what the run is waiting for, with the time spent
+        self._started: set[str] = set()  # calls whose ToolStarted was shown
+        self._sent: dict[str, str] = {}  # the raw arguments of each call, as the model sent them
 
     def _rich(self) -> Any:
         if self._console is None:
@@ -109,12 +111,20 @@ class ConsoleOutput:
         elif isinstance(event, StepStarted):
             self._line(f"· turn {event.turn} step {event.step}", "dim")
             self._wait("waiting for the model")
+        elif isinstance(event, AssistantMessage):
+            for call in event.message.get("tool_calls") or ():
+                self._sent[call["id"]] = str(call["function"].get("arguments") or "")
         elif isinstance(event, ToolStarted):
+            self._started.add(event.call_id)
             args = json.dumps(event.arguments, ensure_ascii=False)
             self._line(f"→ {event.name} {_short(args)}", "cyan")
             self._wait(f"running {event.name}")
         elif isinstance(event, ToolFinished):
             r = event.result
+            if r.call_id not in self._started:  # refused before it ran: show what the model sent
+                sent = json.dumps(r.arguments, ensure_ascii=False) if r.arguments is not None else None
+                self._line(f"→ {r.name} {_short(sent or self._sent.get(r.call_id, ''))}", "cyan")
+            self._started.discard(r.call_id)
             mark = "✗" if r.is_error else "←"
             self._line(
                 f"{mark} {r.name} ({r.duration_s * 1000:.0f} ms) {_short(r.content)}",

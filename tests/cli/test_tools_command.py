@@ -108,3 +108,36 @@ def test_tools_check_does_not_trust_a_cached_document(tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["tools", str(agent)], env=env).exit_code == 0  # from the cache
     down = CliRunner().invoke(app, ["tools", str(agent), "--check"], env=env)
     assert down.exit_code == 2 and "FAIL tools[0]" in down.output
+
+
+def test_the_table_shows_each_tools_summary_cut_at_a_word(tmp_path: Path) -> None:
+    (tmp_path / "wordy_tools.py").write_text(
+        "def wordy(x: int) -> int:\n"
+        '    """Compute a result from the given number by applying a long series of carefully described steps.\n\n'
+        '    The rest of the description, which the table leaves out.\n    """\n    return x\n'
+    )
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("version: 1\nname: c\nmodel: openai/x\ntools:\n  - python: wordy_tools\n")
+    result = CliRunner().invoke(app, ["tools", str(agent)], env={"RUNNER_HOME": str(tmp_path / "h")})
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.output.splitlines() if line.startswith("wordy")]
+    summary = row.split("python:", 1)[1].split(None, 1)[1]
+    assert summary.endswith("…") and "table leaves out" not in row
+    words = [
+        "Compute",
+        "a",
+        "result",
+        "from",
+        "the",
+        "given",
+        "number",
+        "by",
+        "applying",
+        "a",
+        "long",
+        "series",
+        "of",
+        "carefully",
+        "described",
+    ]
+    assert summary[:-1].split()[-1] in words and len(summary) <= 80
