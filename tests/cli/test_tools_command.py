@@ -110,10 +110,15 @@ def test_tools_check_does_not_trust_a_cached_document(tmp_path: Path) -> None:
     assert down.exit_code == 2 and "FAIL tools[0]" in down.output
 
 
+LONG_FIRST_LINE = (
+    "Compute a result from the given number by applying a long series of carefully described steps."
+)
+
+
 def test_the_table_shows_each_tools_summary_cut_at_a_word(tmp_path: Path) -> None:
     (tmp_path / "wordy_tools.py").write_text(
         "def wordy(x: int) -> int:\n"
-        '    """Compute a result from the given number by applying a long series of carefully described steps.\n\n'
+        f'    """{LONG_FIRST_LINE}\n\n'
         '    The rest of the description, which the table leaves out.\n    """\n    return x\n'
     )
     agent = tmp_path / "agent.yaml"
@@ -123,21 +128,5 @@ def test_the_table_shows_each_tools_summary_cut_at_a_word(tmp_path: Path) -> Non
     (row,) = [line for line in result.output.splitlines() if line.startswith("wordy")]
     summary = row.split("python:", 1)[1].split(None, 1)[1]
     assert summary.endswith("…") and "table leaves out" not in row
-    words = [
-        "Compute",
-        "a",
-        "result",
-        "from",
-        "the",
-        "given",
-        "number",
-        "by",
-        "applying",
-        "a",
-        "long",
-        "series",
-        "of",
-        "carefully",
-        "described",
-    ]
-    assert summary[:-1].split()[-1] in words and len(summary) <= 80
+    assert LONG_FIRST_LINE.startswith(summary[:-1]) and len(summary) <= 80
+    assert LONG_FIRST_LINE[len(summary) - 1] == " "  # cut between words
