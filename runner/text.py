@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-__all__ = ["utf8", "valid_record", "valid_text"]
+__all__ = ["counted", "utf8", "valid_record", "valid_text"]
 
 T = TypeVar("T")
 
@@ -24,6 +24,11 @@ def valid_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``1 step``, ``2 steps``; ``plural`` when adding an s will not do (``entry`` -> ``entries``)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
 def utf8(text: str) -> bytes:

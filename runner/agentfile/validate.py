@@ -17,6 +17,7 @@ from typing import Any
 from runner.agentfile.yamlsrc import PathKey, SourceMap, error_at
 from runner.errors import ConfigError
 from runner.resources import load_schema
+from runner.text import counted
 
 __all__ = ["schema_errors", "sort_errors", "suggest"]
 
@@ -268,7 +269,7 @@ class _Mapper:
                     f"{what} has {len(present)} kinds ({', '.join(present)}): use exactly one",
                     where,
                     path,
-                    hint=f"split it into {len(present)} entries",
+                    hint=f"split it into {counted(len(present), 'entry', 'entries')}",
                 )
             ]
         branch = kinds.index(present[0])

@@ -15,6 +15,7 @@ from runner.agentfile.loader import explain as explain_values
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path, echo_error
 from runner.errors import ConfigError
+from runner.text import counted
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -277,7 +278,7 @@ def _check_sources(config: Any, settings: Any) -> int:
         ms = (time.perf_counter() - start) * 1000
         if problems:
             return "FAIL", f"{'; '.join(problems)} ({ms:.0f} ms)"
-        return "ok", f"{len(registry)} tool(s): {', '.join(registry.names())} ({ms:.0f} ms)"
+        return "ok", f"{counted(len(registry), 'tool')}: {', '.join(registry.names())} ({ms:.0f} ms)"
 
     failed = 0
     for source in config.tools:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.errors import RunnerError
+from runner.text import counted
 
 if TYPE_CHECKING:
     from runner.cli.output import ConsoleOutput, JsonOutput
@@ -78,7 +79,7 @@ class Repl:
                 return
             except KeyboardInterrupt:
                 dropped = self.do(lambda s: s.clear_queue())
-                self.write(f"^C (cleared {dropped} queued message(s); /exit to leave)")
+                self.write(f"^C (cleared {counted(dropped, 'queued message')}; /exit to leave)")
                 continue
             text = line.strip()
             if not text:
@@ -136,7 +137,7 @@ class Repl:
             self.write(f"reloaded: {changes} (from the next turn on)")
         elif name == "undo":
             removed = self.do(lambda s: s.undo())
-            self.write(f"dropped {removed} message(s)" if removed else "nothing to undo")
+            self.write(f"dropped {counted(removed, 'message')}" if removed else "nothing to undo")
         elif name == "model":
             if not rest:
                 self.write(f"model: {session.model.name}")

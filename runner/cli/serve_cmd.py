@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from runner.errors import ConfigError, RunnerError
+from runner.text import counted
 
 __all__ = ["GRACEFUL_SHUTDOWN_S", "run_serve"]
 
@@ -95,7 +96,9 @@ def run_serve(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     names = ", ".join(sorted(catalog.agents))
-    typer.echo(f"serving {len(catalog.agents)} agent(s) at http://{shown}:{bound}/v1: {names}", err=True)
+    typer.echo(
+        f"serving {counted(len(catalog.agents), 'agent')} at http://{shown}:{bound}/v1: {names}", err=True
+    )
     if not keys:
         typer.echo("no API keys set: only this machine can connect (RUNNER_SERVE_API_KEYS)", err=True)
     if watch:

@@ -24,6 +24,7 @@ from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent
+from runner.text import counted
 from runner.tools.bounded import run_to_end
 
 __all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests"]
@@ -67,7 +68,7 @@ def check_expectations(case: TestCaseConfig, output: str, tools: list[str], step
             if missing:
                 problems.append(f"tools not called: {missing} (called: {tools})")
     if expect.max_steps is not None and steps > expect.max_steps:
-        problems.append(f"took {steps} steps (expected at most {expect.max_steps})")
+        problems.append(f"took {counted(steps, 'step')} (expected at most {expect.max_steps})")
     return problems
 
 
@@ -106,7 +107,8 @@ async def run_case(
             model = runtime.model
             if isinstance(model, ReplayModel) and model.remaining():
                 outcome.failures.append(
-                    f"the run made fewer model calls than recorded ({model.remaining()} response(s) unused)"
+                    "the run made fewer model calls than recorded "
+                    f"({counted(model.remaining(), 'response')} unused)"
                 )
         finally:
             await runtime.aclose()

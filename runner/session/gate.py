@@ -23,6 +23,7 @@ from runner.session.conversation import NOTE_PREFIX
 from runner.session.decisions import EndTurn
 from runner.session.events import EventSink, ToolStarted
 from runner.session.limits import Budget, RepeatGuard
+from runner.text import counted
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.executor import CallDecision, execute_one
 from runner.tools.permissions import Permissions
@@ -135,7 +136,8 @@ class _Call:
             return CallDecision.deny(f"Not executed: {note}.")
         verdict, count = parts.repeat.observe(tool.name, arguments, self.step.number)
         if verdict == "stop":
-            note = f"{tool.name} was called in {count} steps with the same arguments (limits.max_repeat)"
+            steps = counted(count, "step")
+            note = f"{tool.name} was called in {steps} with the same arguments (limits.max_repeat)"
             self.end = EndTurn.for_limit(LimitReached(note, limit="max_repeat"), "repeat")
             return CallDecision.deny(f"Not executed: {note}; the turn stops.")
         if verdict == "warn":

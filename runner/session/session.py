@@ -45,6 +45,7 @@ from runner.store.transcript import (
     new_session_id,
     sessions_dir,
 )
+from runner.text import counted
 from runner.tools.base import RunContext
 
 __all__ = ["Session", "current_session"]
@@ -373,7 +374,7 @@ class Session:
         dropped = self.conversation.drop_queue()
         if not dropped:
             return
-        self.note(f"dropped {len(dropped)} queued message(s): {why}", "warning")
+        self.note(f"dropped {counted(len(dropped), 'queued message')}: {why}", "warning")
         self.record_event("queue_drop", origin="queue", reason=reason, count=len(dropped))
         if reason in ("max_turns", "max_queue"):
             self._dropped += len(dropped)
@@ -511,7 +512,9 @@ class Session:
                 replaced=[{"index": c.index, "name": c.name, "chars": c.original_chars} for c in done],
                 estimated_tokens=ctxmod.estimate_tokens(self.conversation.chars + fixed),
             )
-            self.note(f"compressed {len(done)} old tool output(s) to fit limits.context_tokens ({limit})")
+            self.note(
+                f"compressed {counted(len(done), 'old tool output')} to fit limits.context_tokens ({limit})"
+            )
 
     # ----------------------------------------------------------------- reporting
 

@@ -43,6 +43,7 @@ from runner.session.events import (
 )
 from runner.session.gate import GateParts, GateResult, StepCalls, ToolGate
 from runner.session.limits import RepeatGuard
+from runner.text import counted
 from runner.tools.base import ToolResult
 from runner.tools.executor import gather_in_order, interrupted_results
 
@@ -170,7 +171,7 @@ class Turn:
     async def _step(self) -> EndTurn | None:
         session, limits = self.session, self.limits
         if self.steps >= limits.max_steps:
-            note = f"it reached limits.max_steps ({limits.max_steps} steps)"
+            note = f"it reached limits.max_steps ({counted(limits.max_steps, 'step')})"
             return EndTurn("max_steps", note, LimitReached(note, limit="max_steps"))
         if session.hooks.has("step_pre"):
             outcome = await session.hooks.run("step_pre", step=self.steps + 1)

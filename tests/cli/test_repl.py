@@ -77,8 +77,8 @@ def test_repl_commands_run_on_the_session_thread(
     assert threads == dict.fromkeys(
         ("undo", "set_variables", "clear_queue", "run", "switch_model"), "runner-session"
     )
-    assert "dropped 2 message(s)" in written
-    assert any(line.startswith("^C (cleared 0 queued message(s)") for line in written)
+    assert "dropped 2 messages" in written
+    assert any(line.startswith("^C (cleared 0 queued messages") for line in written)
     _, second = server.requests
     assert second["model"] == "other"
     assert second["messages"][0] == {"role": "system", "content": "Mood: tense."}

@@ -27,7 +27,7 @@ def test_tools_check_reports_each_source(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     lines = result.output.splitlines()
-    assert lines[0].startswith("ok   tools[0] python:check_tools  1 tool(s): add")
+    assert lines[0].startswith("ok   tools[0] python:check_tools  1 tool: add")
     assert lines[1].startswith("FAIL tools[1] ghost") and "command not found" in lines[1]
     assert lines[-1] == "1 ok, 1 failed"
 

@@ -254,7 +254,7 @@ def test_interactive_commands_never_reach_the_model(cli: Cli, serve: Any, tmp_pa
     result = cli("run", str(agent), "-i", input=lines)
     assert result.returncode == 0, result.stderr
     assert "hello there" in result.stdout and "again" in result.stdout
-    assert "add" in result.stderr and "dropped 2 message(s)" in result.stderr
+    assert "add" in result.stderr and "dropped 2 messages" in result.stderr
     assert "reloaded: no change that affects the run" in result.stderr
     assert len(server.requests) == 2
     # /undo removed the first turn: the second request does not carry it
