@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ConfigErrors, RunnerError
@@ -162,6 +162,13 @@ def failures_error(agent: AgentConfig, failures: Sequence[SourceFailure]) -> Con
     return ConfigErrors(errors)
 
 
+def _code(tool: Any) -> tuple[Any, ...] | None:
+    """What a Python tool's function does (its bytecode and constants); None for other tools."""
+    fn = getattr(getattr(tool.call, "__self__", None), "fn", None)
+    code = getattr(fn, "__code__", None)
+    return None if code is None else (code.co_code, code.co_consts, code.co_names)
+
+
 def describe_changes(
     old: AgentConfig, new: AgentConfig, old_tools: ToolRegistry, new_tools: ToolRegistry
 ) -> str:
@@ -171,13 +178,19 @@ def describe_changes(
         parts.append("prompts")
     before, after = set(old_tools.names()), set(new_tools.names())
     added, removed = len(after - before), len(before - after)
-    changed = 0
+    changed = code = 0
     for name in before & after:
         old_tool, new_tool = old_tools.get(name), new_tools.get(name)
-        if old_tool is not None and new_tool is not None and old_tool.definition() != new_tool.definition():
+        if old_tool is None or new_tool is None:
+            continue
+        if old_tool.definition() != new_tool.definition():
             changed += 1
+        elif _code(old_tool) != _code(new_tool):
+            code += 1
     if added or removed or changed:
         parts.append(f"tools +{added} -{removed}" + (f" ~{changed}" if changed else ""))
+    if code:
+        parts.append("tool code changed")
     if old.model != new.model:
         parts.append(f"model {new.model.id if new.model else '(default)'}")
     if old.limits != new.limits:

@@ -181,3 +181,11 @@ async def test_deleted_agent_file_keeps_the_session(live: tuple[Harness, Path]) 
     assert (await harness.ask("alive?"))["tools"] == ["add"]
     await write(path, text.replace("# v1", "# back"))
     await harness.wait_note("reloaded", 1)
+
+
+async def test_a_change_to_tool_code_alone_says_tool_code_changed(live: tuple[Harness, Path]) -> None:
+    harness, path = live
+    await harness.ask("hello")
+    await write(path.parent / "live_tools.py", TOOLS_V1.replace("return a + b", "return b + a"))
+    note = await harness.wait_note("reloaded", 1)
+    assert "tool code changed" in note and "no change" not in note
