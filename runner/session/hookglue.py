@@ -75,7 +75,11 @@ class SessionHooks:
             if rules.messages == "history":
                 conversation.append(message)
             elif rules.messages == "queue":
-                self.session.enqueue(str(message["content"]), origin=f"{event} hook")
+                text = str(message["content"])
+                if self.session.enqueue(text, origin=f"{event} hook"):
+                    shown = " ".join(text.split())
+                    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+                    self.session.note(f"{event} hook queued: {shown}")
         if outcome.stop and rules.stop is not None:
             return HookStop(rules.stop, outcome.reason or f"a {event} hook stopped the {rules.stop}")
         return None

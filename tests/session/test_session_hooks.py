@@ -326,6 +326,9 @@ async def test_turn_post_and_loop_continue_messages_are_queued_as_next_inputs(ag
     assert run.requests[2].messages[-1] == {"role": "user", "content": "and lint"}
     assert not any(m.get("content") == "please review" for m in run.requests[0].messages)
     assert [r.output for r in run.results] == ["first", "reviewed", "linted"]
+    # what a hook queues is said (on stderr in the CLI)
+    said = [n.text for n in run.notes()]
+    assert "turn_post hook queued: please review" in said and "loop_continue hook queued: and lint" in said
     # Later turns queue again past max_turns: dropped with a warning, never silently.
     assert [e["data"]["reason"] for e in run.transcript_events("queue_drop")] == ["max_turns"] * 4
     assert run.result.exit_code() == 3
