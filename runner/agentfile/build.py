@@ -181,6 +181,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
             if not event.startswith("x-")
         },
         limits=LimitsConfig(**limits),
+        tool_details=bool(body.get("serve", {}).get("tool_details", True)),
         tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
         secrets=frozenset(doc.secrets | _api_keys(body)),
         team=team,

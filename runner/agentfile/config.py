@@ -260,6 +260,8 @@ class AgentConfig:
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
     hooks: dict[str, tuple[HookConfig, ...]] = field(default_factory=dict)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    #: ``serve.tool_details``: tool calls shown as ``<details>`` blocks in served answers.
+    tool_details: bool = True
     tests: tuple[TestCaseConfig, ...] = ()
     secrets: frozenset[str] = frozenset()
     team: tuple[str, ...] = ()

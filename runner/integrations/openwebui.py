@@ -137,7 +137,8 @@ class Pipe:
                 client_tools=list(chat.client_tools),
                 limits=request_limits(chat),
             )
-            run = ChatRun(host, parse_conversation(chat.messages), options=options)
+            history = parse_conversation(chat.messages)
+            run = ChatRun(host, history, options=options, tool_details=agent.config.tool_details)
             await run.start()
         except ApiError as exc:
             raise RuntimeError(f"runner: {exc.message}") from None

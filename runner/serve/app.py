@@ -271,7 +271,8 @@ def create_app(
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
         )
-        run = ChatRun(host, history, options=options, on_done=state.report, tool_details=tool_details)
+        details = tool_details and agent.config.tool_details  # --plain, or the agent's serve: setting
+        run = ChatRun(host, history, options=options, on_done=state.report, tool_details=details)
         await run.start()
         state.track(run)
         if chat.stream:

@@ -80,6 +80,7 @@ FULL: Doc = {
         "loop_continue": [{"python": "hooks_local.review:ask_for_review"}],
         "session_end": [{"message": "bye"}],
     },
+    "serve": {"tool_details": False},
     "limits": {
         "max_steps": 25,
         "max_turns": 50,

@@ -190,7 +190,7 @@ def test_request_parameters_only_lower_the_agents(
         model="capped", messages=[{"role": "user", "content": "hi"}], extra_body={"limits": {"max_steps": 1}}
     )
     assert len(server.requests) == before + 1
-    assert "limits.max_steps (1 steps)" in (answer.choices[0].message.content or "")
+    assert "limits.max_steps (1 step)" in (answer.choices[0].message.content or "")
     before = len(server.requests)
     client.chat.completions.create(
         model="capped", messages=[{"role": "user", "content": "hi"}], extra_body={"limits": {"max_steps": 99}}
@@ -271,3 +271,15 @@ def test_plain_answers_have_no_details_blocks(
         content = client.chat.completions.create(model="calc", messages=messages).choices[0].message.content
     assert "<details" not in content and "2 + 3 = 5." in content
     assert len(server.requests) == 2  # the tool still ran
+
+
+def test_an_agent_can_ask_for_plain_answers_itself(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted(ADD_THEN_ANSWER, repeat=True)
+    body = "prompts:\n  system: You add numbers.\nserve:\n  tool_details: false"
+    agent_files.write("calc", server, body, tools=ADD_TOOLS)
+    client = serve_app([agent_files.root]).openai()
+    answer = client.chat.completions.create(model="calc", messages=[{"role": "user", "content": "2+3?"}])
+    content = answer.choices[0].message.content
+    assert "<details" not in content and "2 + 3 = 5." in content
