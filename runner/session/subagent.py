@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import os
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -47,6 +48,11 @@ def _resolve(parent: AgentConfig, source: ToolSourceConfig) -> AgentConfig:
     return load_agent((source.base_dir / source.target).resolve())
 
 
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _forward(parent: Session | None, name: str) -> Callable[[LoopEvent], None]:
     """The child's tool activity and notes, shown through the parent's sink."""
 
@@ -54,10 +60,11 @@ def _forward(parent: Session | None, name: str) -> Callable[[LoopEvent], None]:
         if parent is None:
             return
         if isinstance(event, ToolStarted):
-            parent.sink(Note(f"[{name}] → {event.name}"))
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
+            parent.sink(Note(f"[{name}] → {event.name} {_short(arguments)}"))
         elif isinstance(event, ToolFinished):
             mark = "✗" if event.result.is_error else "←"
-            parent.sink(Note(f"[{name}] {mark} {event.result.name}"))
+            parent.sink(Note(f"[{name}] {mark} {event.result.name} {_short(event.result.content)}"))
         elif isinstance(event, Note):
             parent.sink(Note(f"[{name}] {event.text}", event.level))
 

@@ -76,7 +76,8 @@ async def test_agent_tool_runs_a_nested_session_and_charges_the_parent(
     assert helper_model.requests[0].messages[-1]["content"] == "What is the secret word?"
     assert session.budget.usage.total_tokens >= 25  # the helper's 10 tokens count too
     assert os.getcwd() == cwd  # the helper's tool moved it; the runner put it back
-    assert any(isinstance(e, Note) and "[helper] → secret_word" in e.text for e in events)
+    assert any(isinstance(e, Note) and "[helper] → secret_word {}" in e.text for e in events)
+    assert any(isinstance(e, Note) and "[helper] ← secret_word " in e.text for e in events)  # with its result
     transcripts = sorted((tmp_path / "home" / "sessions").glob("*.jsonl"))
     assert len(transcripts) == 2  # the nested session keeps its own transcript
 
