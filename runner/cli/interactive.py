@@ -8,11 +8,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from runner.cli.output import ConsoleOutput
 from runner.errors import RunnerError
 from runner.text import counted
 
 if TYPE_CHECKING:
-    from runner.cli.output import ConsoleOutput, JsonOutput
+    from runner.cli.output import JsonOutput
     from runner.cli.run import SessionThread
     from runner.session import Session
 
@@ -72,8 +73,11 @@ class Repl:
         from runner.cli.run import run_inputs
 
         while True:
+            prompt = f"{self.session.config.name}> "
+            if isinstance(self.output, ConsoleOutput):
+                self.output.reading = prompt  # a note printed meanwhile (a reload) redraws it
             try:
-                line = self.read(f"{self.session.config.name}> ")
+                line = self.read(prompt)
             except EOFError:
                 self.write("")
                 return
@@ -81,6 +85,8 @@ class Repl:
                 dropped = self.do(lambda s: s.clear_queue())
                 self.write(f"^C (cleared {counted(dropped, 'queued message')}; /exit to leave)")
                 continue
+            if isinstance(self.output, ConsoleOutput):
+                self.output.reading = None
             text = line.strip()
             if not text:
                 continue

@@ -61,6 +61,8 @@ class ConsoleOutput:
         self.usage = Usage()
         self._spinner: Any = None  # on a terminal: what the run is waiting for, with the time spent
         self._started: set[str] = set()  # calls whose ToolStarted was shown
+        #: The chat's prompt while it waits for a line: a note printed meanwhile redraws it.
+        self.reading: str | None = None
         self._sent: dict[str, str] = {}  # the raw arguments of each call, as the model sent them
 
     def _rich(self) -> Any:
@@ -87,11 +89,29 @@ class ConsoleOutput:
             self.out.write("\n")
             self.out.flush()
             self._open_line = False
+        reading = self.reading
+        if reading is not None:
+            self.err.write("\n")  # off the half-typed line
         if self.color:
             self._rich().print(text, style=style or None, markup=False)
         else:
             self.err.write(text + "\n")
             self.err.flush()
+        if reading is not None:
+            self._redraw(reading)
+
+    def _redraw(self, prompt: str) -> None:
+        """The chat's prompt again, with what the user has typed so far."""
+        typed = ""
+        try:
+            import readline
+
+            typed = readline.get_line_buffer()
+        except ImportError:
+            pass
+        stream = self.out if self.out.isatty() else self.err
+        stream.write(prompt + typed)
+        stream.flush()
 
     def __call__(self, event: LoopEvent) -> None:
         if not isinstance(event, UsageUpdate):

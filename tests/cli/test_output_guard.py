@@ -90,3 +90,17 @@ def test_off_a_terminal_progress_stays_plain_lines() -> None:
     output = ConsoleOutput(stdout=io.StringIO(), stderr=err, color=False)
     output(StepStarted(1, 1))
     assert err.getvalue() == "· turn 1 step 1\n"
+
+
+def test_a_note_printed_while_the_chat_waits_redraws_its_prompt() -> None:
+    from runner.cli.output import ConsoleOutput
+    from runner.session.events import Note
+
+    err, out = io.StringIO(), io.StringIO()
+    output = ConsoleOutput(stdout=out, stderr=err, color=False)
+    output.reading = "agent> "
+    output(Note("reloaded: prompts"))
+    assert err.getvalue() == "\nnote: reloaded: prompts\nagent> "
+    output.reading = None
+    output(Note("later"))
+    assert err.getvalue().endswith("agent> note: later\n")
