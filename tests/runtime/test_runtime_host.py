@@ -147,7 +147,7 @@ async def test_a_following_session_moves_to_the_new_runtime_at_its_next_turn(
     session = await Session.open(host)
     await session.run(["one"])
     changes = await session.reload(files.write(version=3, system="Version three."))
-    assert changes == "prompts"
+    assert changes == "prompts, tool code changed"  # version() returns 3 now
     await session.run(["two"])
     assert model.requests[1].messages[0]["content"] == "Version three."
     assert [m["content"] for m in model.requests[1].messages[1:]] == ["one", "a", "two"]

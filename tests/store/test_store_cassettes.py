@@ -202,7 +202,7 @@ def test_unused_responses_fail_the_case(recorded: Path) -> None:
     extra["index"] = 2
     path.write_text("\n".join([*lines, json.dumps(extra)]) + "\n")
     result = CliRunner().invoke(app, ["test", str(recorded)])
-    assert result.exit_code == 1 and "1 response(s) unused" in result.output
+    assert result.exit_code == 1 and "1 response unused" in result.output
 
 
 def test_failed_expectations_are_listed(recorded: Path) -> None:
