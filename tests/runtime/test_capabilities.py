@@ -110,7 +110,7 @@ def test_model_data_answers_as_litellm_does_for_real_model_ids() -> None:
             wrong[model_id] = {"ours": ours, "get_model_info": theirs, "supports_function_calling": flat}
     assert wrong == {}
     answers = [model_data.supports_function_calling(model_id) for model_id in MODEL_IDS]
-    assert answers.count(True) >= 10 and answers.count(False) >= 5 and answers.count(None) >= 10
+    assert answers.count(True) >= 5 and answers.count(False) >= 3 and answers.count(None) >= 5
 
 
 @pytest.fixture
@@ -139,9 +139,16 @@ def test_unknown_ids_and_rules() -> None:
     # not mapped at all: None (auto stays native, the endpoint decides), as litellm raises for it
     assert model_data.model_info("openai/my-local-llama") is None
     assert model_data.supports_function_calling("totally-unknown") is None
-    # an alias row is served as the row it names
-    alias = model_data.model_map()["claude-opus-latest"]
-    assert "alias_of" not in alias and alias.get("supports_function_calling") is True
+    # an alias row ({"alias_of": NAME}, e.g. claude-opus-latest) is served as the row it names
+    raw = model_data._litellm_file(model_data.MODEL_MAP_FILE)
+    pointers = {
+        name: row["alias_of"]
+        for name, row in raw.items()
+        if "alias_of" in row and "alias_of" not in raw.get(row["alias_of"], {"alias_of": "dangling"})
+    }
+    assert pointers, "litellm's map has no alias rows any more: drop this check"
+    for alias, target in pointers.items():
+        assert model_data.model_map()[alias] is raw[target]
 
 
 AGENT = "version: 1\nname: caps\nmodel: {model}\nprompts:\n  system: Be brief.\n"
