@@ -177,8 +177,9 @@ class DescribedModel:
 def capabilities(config: AgentConfig, settings: RuntimeSettings) -> DescribedModel:
     """What ``auto`` needs to know about the agent's model, without a connection.
 
-    On the fast path (``openai/...`` with an ``api_base``) the server decides and litellm is not
-    imported; otherwise litellm's model information answers.
+    On the fast path (``openai/...`` with an ``api_base``) the server decides; otherwise litellm's
+    model data answers, read from its data file: litellm is never imported here (seconds), and the
+    answer is the one ``runner run`` gets from litellm itself (``tests/runtime/test_capabilities.py``).
     """
     try:
         model = resolve_model_config(config, settings)
@@ -188,6 +189,6 @@ def capabilities(config: AgentConfig, settings: RuntimeSettings) -> DescribedMod
         return DescribedModel(model.id, None)
     if config.function_calling != "auto":
         return DescribedModel(model.id, None)
-    from runner.models.litellm_model import supports_function_calling
+    from runner.models.model_data import supports_function_calling
 
     return DescribedModel(model.id, supports_function_calling(model.id))
