@@ -116,7 +116,7 @@ class _Checker:
             isinstance(model, dict)
             and model.get("api_key")
             and path not in self.doc.interpolated
-            and path not in self.doc.faulty
+            and self.sound(path)
         ):
             self.fail(
                 "a literal API key is not allowed in an agent file (it would end up in git)",
@@ -251,7 +251,8 @@ def semantic_errors(
 ) -> list[ConfigError]:
     """Problems of an agent body that only running code can find, in the parts ``sound`` passes.
 
-    ``vars_known`` false (its ``vars`` or an ``extends`` is broken) leaves out "undefined variable".
+    ``vars_known`` false (its ``extends`` is broken: the base may declare more) leaves out
+    "undefined variable".
     """
     checker = _Checker(doc, prefix, extra_vars, team, sound=sound, vars_known=vars_known)
     return checker.run()

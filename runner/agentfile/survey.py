@@ -86,7 +86,7 @@ class Survey:
             extra_vars=extra_vars,
             team=self.names,
             sound=self.sound,
-            vars_known=prefix not in self.broken and self.sound((*prefix, "vars")),
+            vars_known=prefix not in self.broken,
         )
 
 

@@ -96,6 +96,24 @@ def test_a_stand_in_for_an_unset_variable_gets_no_second_error(tmp_path: Path) -
     assert "not set" in found[0][3]  # not also "expected an integer, got "${H13_UNSET}""
 
 
+def test_an_unset_api_key_variable_is_not_taken_for_a_literal_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a.yaml", "version: 1\nname: a\nmodel:\n  id: m\n  api_key: ${H13_UNSET_KEY}\n")
+    (error,) = check_file(path, env={})
+    assert error.message == "environment variable H13_UNSET_KEY is not set"
+
+
+def test_a_vars_mistake_does_not_hide_the_names_it_declares(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "a.yaml",
+        "version: 1\nname: a\nvars:\n  Bad-Name: 1\n  style: plain\n"
+        "prompts:\n  system: '{{ style }} {{ nope }}'\n",
+    )
+    found = _located(check_file(path, env={}))
+    assert [where for _, _, where, _ in found] == ["vars.Bad-Name", "prompts.system"]
+    assert "'nope'" in found[1][3] and "'style'" not in found[1][3]
+
+
 def test_a_part_the_schema_refused_is_not_looked_into_but_its_siblings_are(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
