@@ -118,6 +118,7 @@ def survey_file(path: Path, *, env: Mapping[str, str]) -> Survey:
     doc = resolved.document
     load_errors = resolved.errors
     faulty = {format_path(p) for p in doc.faulty}
+    faulty |= {format_path((*p, "extends")) for p in resolved.broken}  # its error says what is wrong
     broken = {format_path(p) for p in resolved.broken}
     kept: list[ConfigError] = []
     for error in schema_errors(doc.data, doc.sources):

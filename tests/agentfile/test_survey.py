@@ -154,6 +154,13 @@ def test_a_broken_extends_leaves_out_only_what_the_base_would_have_given(tmp_pat
     assert not any("missing required key" in m or "undefined variable" in m for m in messages)
 
 
+def test_an_extends_that_is_not_a_path_gets_one_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a.yaml", "version: 1\nname: a\nextends: [1]\nfunction_calling: nativ\n")
+    found = _located(check_file(path, env={}))
+    assert [(line, where) for line, _, where, _ in found] == [(3, "extends"), (4, "function_calling")]
+    assert found[0][3] == "extends must be a path to another agent file"
+
+
 def test_mistakes_in_an_extended_file_are_reported_with_the_child_s(tmp_path: Path) -> None:
     _write(tmp_path, "base.yaml", "version: 1\nmodel:\n  id: ${H13_UNSET_MODEL}\nlimits:\n  max_steps: 0\n")
     child = _write(
