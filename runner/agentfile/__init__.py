@@ -4,6 +4,9 @@ Module map:
 
 - ``files``: the entry points (``load_agent``, ``load_file``, ``check_file``, ``find_agent``) and
   ``AgentFile``, a checked file of one agent or a team.
+- ``survey``: one pass that collects every problem (unset variables, ``extends``, schema, then the
+  semantic checks of the parts that passed), so ``runner validate`` reports them all at once.
+- ``discover``: which YAML files of a folder are agents (scripts and ``extends`` fragments are not).
 - ``yamlsrc``: YAML with line and column of every value, duplicate keys and alias bombs refused.
 - ``interpolate``: ``${VAR}`` / ``${VAR:-default}`` and which values are secrets.
 - ``loader``: ``extends`` chains (deep merge, cycles) and ``--explain``.

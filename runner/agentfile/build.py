@@ -24,7 +24,7 @@ from runner.agentfile.templates import read_template_file
 from runner.agentfile.yamlsrc import Document, PathKey, error_at
 from runner.errors import ConfigError
 
-__all__ = ["build_agent", "build_model", "origin_dir"]
+__all__ = ["build_agent", "build_model", "build_source", "origin_dir"]
 
 _LIMIT_FIELDS = set(LimitsConfig.__dataclass_fields__)
 
@@ -69,7 +69,8 @@ def build_model(value: Any) -> ModelConfig | None:
     return ModelConfig(**{k: v for k, v in fields.items() if not k.startswith("x-")})
 
 
-def _source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> ToolSourceConfig:
+def build_source(doc: Document, path: PathKey, entry: dict[str, Any], index: int) -> ToolSourceConfig:
+    """The ``ToolSourceConfig`` of the checked tool entry at ``path`` (``tools[index]``)."""
     kind = next(k for k in SOURCE_KINDS if k in entry)
     base = origin_dir(doc, path)
     target = entry[kind]
@@ -168,7 +169,8 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
         ),
         vars=dict(body.get("vars", {})),
         tools=tuple(
-            _source(doc, (*prefix, "tools", i), entry, i) for i, entry in enumerate(body.get("tools", ()))
+            build_source(doc, (*prefix, "tools", i), entry, i)
+            for i, entry in enumerate(body.get("tools", ()))
         ),
         permissions=PermissionsConfig(
             allow=tuple(permissions.get("allow", ())),

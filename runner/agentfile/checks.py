@@ -1,9 +1,13 @@
-"""The checks a schema cannot make (SPEC section 4): imports, templates, references, secrets."""
+"""The checks a schema cannot make (SPEC section 4): imports, templates, references, secrets.
+
+They also run on a file the schema refused: ``sound(path)`` says whether a part passed, and only
+the parts that did are checked (a value of the wrong type is never looked into).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +33,32 @@ SELECTOR_NAMES = frozenset({"tools_json", "history"})
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
+def _everything_sound(path: PathKey) -> bool:
+    return True
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    """The entries of a mapping, or none when the value is not one (the schema reports that)."""
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _entries(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The mappings of a list, by index; anything else the schema reports."""
+    if not isinstance(value, list):
+        return []
+    return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, dict)]
+
+
 class _Checker:
     def __init__(
-        self, doc: Document, prefix: PathKey, extra_vars: Iterable[str], team: Iterable[str]
+        self,
+        doc: Document,
+        prefix: PathKey,
+        extra_vars: Iterable[str],
+        team: Iterable[str],
+        *,
+        sound: Callable[[PathKey], bool],
+        vars_known: bool,
     ) -> None:
         self.doc = doc
         self.prefix = prefix
@@ -39,8 +66,11 @@ class _Checker:
         for part in prefix:
             body = body[part]
         self.body: dict[str, Any] = body
-        self.variables = set(self.body.get("vars", {})) | set(extra_vars)
+        declared = self.body.get("vars", {})
+        self.vars_known = vars_known and isinstance(declared, dict)
+        self.variables = (set(declared) if isinstance(declared, dict) else set()) | set(extra_vars)
         self.team = set(team)
+        self.sound = sound
         self.engine = TemplateEngine(doc.path.parent)
         self.errors: list[ConfigError] = []
 
@@ -52,17 +82,20 @@ class _Checker:
 
     def run(self) -> list[ConfigError]:
         self.api_key()
-        for key, value in self.body.get("prompts", {}).items():
-            if not key.startswith("x-") and value is not None:
+        for key, value in _items(self.body.get("prompts")):
+            path = self.at("prompts", key)
+            if not str(key).startswith("x-") and value is not None and self.sound(path):
                 extra = SELECTOR_NAMES if key == "tool_selection" else frozenset()
-                self.template(self.at("prompts", key), value, extra_names=extra)
-        for i, entry in enumerate(self.body.get("tools", [])):
+                self.template(path, value, extra_names=extra)
+        for i, entry in _entries(self.body.get("tools")):
             self.source(self.at("tools", i), entry)
-        for event, chain in self.body.get("hooks", {}).items():
-            if event.startswith("x-"):
+        for event, chain in _items(self.body.get("hooks")):
+            if str(event).startswith("x-"):
                 continue
-            for i, hook in enumerate(chain):
+            for i, hook in _entries(chain):
                 path = self.at("hooks", event, i)
+                if not self.sound(path):
+                    continue
                 if "python" in hook:
                     self.importable(hook["python"], (*path, "python"))
                 elif "message" in hook:
@@ -79,7 +112,12 @@ class _Checker:
     def api_key(self) -> None:
         model = self.body.get("model")
         path = self.at("model", "api_key")
-        if isinstance(model, dict) and model.get("api_key") and path not in self.doc.interpolated:
+        if (
+            isinstance(model, dict)
+            and model.get("api_key")
+            and path not in self.doc.interpolated
+            and self.sound(path)
+        ):
             self.fail(
                 "a literal API key is not allowed in an agent file (it would end up in git)",
                 path,
@@ -117,7 +155,7 @@ class _Checker:
         for problem in self.engine.missing_includes(source):
             self.errors.append(self.in_template(problem, source, info, path))
         known = BUILTIN_NAMES | self.variables | extra_names
-        undefined = names - known
+        undefined = names - known if self.vars_known else set()
         lines = self.engine.first_uses(source, undefined)
         for name in sorted(undefined):
             close = suggest(name, known)
@@ -164,6 +202,8 @@ class _Checker:
 
     def source(self, path: PathKey, entry: dict[str, Any]) -> None:
         kind = next((k for k in SOURCE_KINDS if k in entry), None)
+        if kind is None or not self.sound((*path, kind)):
+            return
         base = origin_dir(self.doc, path)
         if kind == "python":
             self.importable(entry["python"], (*path, "python"))
@@ -201,7 +241,18 @@ class _Checker:
 
 
 def semantic_errors(
-    doc: Document, prefix: PathKey = (), *, extra_vars: Iterable[str] = (), team: Iterable[str] = ()
+    doc: Document,
+    prefix: PathKey = (),
+    *,
+    extra_vars: Iterable[str] = (),
+    team: Iterable[str] = (),
+    sound: Callable[[PathKey], bool] = _everything_sound,
+    vars_known: bool = True,
 ) -> list[ConfigError]:
-    """Problems of a schema-valid agent body that only running code can find."""
-    return _Checker(doc, prefix, extra_vars, team).run()
+    """Problems of an agent body that only running code can find, in the parts ``sound`` passes.
+
+    ``vars_known`` false (its ``extends`` is broken: the base may declare more) leaves out
+    "undefined variable".
+    """
+    checker = _Checker(doc, prefix, extra_vars, team, sound=sound, vars_known=vars_known)
+    return checker.run()

@@ -1,7 +1,8 @@
 """The whole pipeline from a path to a validated ``AgentConfig``.
 
 read YAML (positions, ``${}``) -> apply ``extends`` -> JSON Schema -> semantic checks -> build.
-Every step reports all the problems it finds as ``ConfigErrors``, each with a location.
+One pass finds every problem (``runner.agentfile.survey``), raised as ``ConfigErrors``, each with a
+location.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.agentfile.build import build_agent
-from runner.agentfile.checks import semantic_errors
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.loader import resolve
+from runner.agentfile.discover import AGENT_SUFFIXES
+from runner.agentfile.survey import Survey, errors_of, pick_name, survey_file
 from runner.agentfile.validate import sort_errors, suggest
-from runner.agentfile.yamlsrc import Document, PathKey, error_at
+from runner.agentfile.yamlsrc import Document, PathKey
 from runner.errors import ConfigError, ConfigErrors
 from runner.resources import packaged_agents_dir
 
@@ -25,13 +26,12 @@ __all__ = [
     "AgentFile",
     "check_file",
     "config_from_file",
+    "every_error",
     "find_agent",
     "inspect_file",
     "load_agent",
     "load_file",
 ]
-
-AGENT_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -49,41 +49,29 @@ class AgentFile:
 
     def pick(self, name: str | None) -> str:
         """The agent ``name`` (the first one when None); an unknown name is a ``ConfigError``."""
-        if name is None:
-            return self.names[0]
-        if name not in self.names:
-            close = suggest(name, self.names)
-            raise ConfigError(
-                f"no agent named '{name}' in this file" + (f" (did you mean '{close}'?)" if close else ""),
-                file=str(self.path),
-                hint="agents here: " + ", ".join(self.names),
-            )
-        return name
+        return pick_name(self.names, name, file=self.path)
 
 
-def _errors_of(exc: ConfigError) -> list[ConfigError]:
-    return list(exc) if isinstance(exc, ConfigErrors) else [exc]
+def _survey(path: Path, env: Mapping[str, str] | None) -> Survey | list[ConfigError]:
+    """The survey of ``path``, or the errors that kept it from being read at all."""
+    try:
+        return survey_file(path, env=os.environ if env is None else env)
+    except ConfigError as exc:
+        return sort_errors(errors_of(exc))
+
+
+def _agent_file(survey: Survey) -> AgentFile:
+    return AgentFile(survey.path, survey.document, survey.names, survey.is_team)
 
 
 def load_file(path: Path, *, env: Mapping[str, str] | None = None) -> AgentFile:
     """Read, resolve and schema-validate ``path``; raises ``ConfigErrors`` listing every problem."""
-    from runner.agentfile.validate import schema_errors
-
-    doc = resolve(path, env=os.environ if env is None else env)
-    errors = schema_errors(doc.data, doc.sources)
-    if errors:
-        raise ConfigErrors(errors)
-    agents = doc.data.get("agents")
-    if isinstance(agents, dict):
-        names = tuple(name for name in agents if not name.startswith("x-"))
-        if not names:
-            raise error_at(
-                "the team has no agents (keys starting with x- are ignored)",
-                doc.sources.value(("agents",)),
-                ("agents",),
-            )
-        return AgentFile(doc.path, doc, names, True)
-    return AgentFile(doc.path, doc, (doc.data["name"],), False)
+    survey = _survey(path, env)
+    if isinstance(survey, list):
+        raise ConfigErrors(survey)
+    if survey.errors:
+        raise ConfigErrors(list(survey.errors))
+    return _agent_file(survey)
 
 
 def check_file(
@@ -96,18 +84,21 @@ def check_file(
 def inspect_file(
     path: Path, *, env: Mapping[str, str] | None = None, extra_vars: Iterable[str] = ()
 ) -> tuple[AgentFile | None, list[ConfigError]]:
-    """``check_file`` that also hands back the loaded file (None when it did not load), read once."""
-    try:
-        agent_file = load_file(path, env=env)
-    except ConfigError as exc:
-        return None, sort_errors(_errors_of(exc))
+    """``check_file`` that also hands back the loaded file (None unless it is valid), read once."""
+    survey = _survey(path, env)
+    if isinstance(survey, list):
+        return None, survey
+    errors = every_error(survey, extra_vars=extra_vars)
+    return (None if errors else _agent_file(survey)), errors
+
+
+def every_error(survey: Survey, *, extra_vars: Iterable[str] = ()) -> list[ConfigError]:
+    """The survey's errors and the semantic errors of each of its agents, in file order."""
     extra = list(extra_vars)
-    errors: list[ConfigError] = []
-    for name in agent_file.names:
-        errors += semantic_errors(
-            agent_file.document, agent_file.prefix(name), extra_vars=extra, team=agent_file.names
-        )
-    return agent_file, sort_errors(errors)
+    errors = list(survey.errors)
+    for name in survey.names:
+        errors += survey.semantic_errors(name, extra_vars=extra)
+    return sort_errors(errors)
 
 
 def config_from_file(agent_file: AgentFile, name: str | None = None) -> AgentConfig:
@@ -123,15 +114,17 @@ def load_agent(
     env: Mapping[str, str] | None = None,
     extra_vars: Iterable[str] = (),
 ) -> AgentConfig:
-    """Load, validate and check one agent; raises ``ConfigErrors`` on any problem."""
-    agent_file = load_file(Path(path), env=env)
-    chosen = agent_file.pick(agent)
-    errors = semantic_errors(
-        agent_file.document, agent_file.prefix(chosen), extra_vars=extra_vars, team=agent_file.names
-    )
+    """Load, validate and check one agent; raises ``ConfigErrors`` listing every problem."""
+    survey = _survey(Path(path), env)
+    if isinstance(survey, list):
+        raise ConfigErrors(survey)
+    if not survey.names:
+        raise ConfigErrors(list(survey.errors))
+    chosen = pick_name(survey.names, agent, file=survey.path)
+    errors = [*survey.errors, *survey.semantic_errors(chosen, extra_vars=extra_vars)]
     if errors:
         raise ConfigErrors(sort_errors(errors))
-    return config_from_file(agent_file, chosen)
+    return config_from_file(_agent_file(survey), chosen)
 
 
 def find_agent(ref: str, *, cwd: Path | None = None) -> Path:

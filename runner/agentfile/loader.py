@@ -3,6 +3,8 @@
 ``resolve(path)`` reads a file and every file it extends, deep-merges them (mappings merge;
 lists and scalars replace) and returns one ``Document`` whose source map says, for every value,
 which file and line wrote it. Team files (``agents:``) resolve each member's ``extends`` too.
+``resolve_all`` does the same but hands back the problems it could read past, with the bodies
+whose ``extends`` could not be applied, so that ``runner validate`` can check everything else.
 """
 
 from __future__ import annotations
@@ -12,10 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, load_document
+from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, read_document
 from runner.errors import ConfigError, ConfigErrors
 
-__all__ = ["MAX_EXTENDS_DEPTH", "MAX_PATH_CHARS", "Explained", "explain", "resolve"]
+__all__ = [
+    "MAX_EXTENDS_DEPTH",
+    "MAX_PATH_CHARS",
+    "Explained",
+    "Resolved",
+    "explain",
+    "resolve",
+    "resolve_all",
+]
 
 MAX_EXTENDS_DEPTH = 16
 #: Longer ``extends`` paths are refused (operating systems allow 1024 to 4096 bytes).
@@ -29,6 +39,16 @@ class Explained:
     key: str
     file: str
     line: int
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A document with its ``extends`` applied, the problems met on the way, and what they broke."""
+
+    document: Document
+    errors: list[ConfigError]
+    #: Bodies (``()`` or ``("agents", NAME)``) whose ``extends`` failed: they lack what it would add.
+    broken: frozenset[PathKey]
 
 
 def _merge(base: Any, child: Any, sources: SourceMap, child_sources: SourceMap, path: PathKey) -> Any:
@@ -88,11 +108,21 @@ def _get(data: Any, path: PathKey) -> Any:
     return data
 
 
-def _resolve_body(doc: Document, prefix: PathKey, env: Mapping[str, str], chain: tuple[Path, ...]) -> None:
-    """Apply the ``extends`` chain of the body at ``prefix`` of ``doc``, in place."""
+def _errors_of(exc: ConfigError) -> list[ConfigError]:
+    return list(exc) if isinstance(exc, ConfigErrors) else [exc]
+
+
+def _resolve_body(
+    doc: Document, prefix: PathKey, env: Mapping[str, str], chain: tuple[Path, ...]
+) -> list[ConfigError]:
+    """Apply the ``extends`` chain of the body at ``prefix`` of ``doc``, in place.
+
+    Returns the problems of the extended files that left them readable; raises when the chain
+    cannot be applied at all.
+    """
     found = _extends_of(doc, prefix)
     if found is None:
-        return
+        return []
     target, where = found
     info = doc.sources.value(where)
     if target in chain:
@@ -110,15 +140,20 @@ def _resolve_body(doc: Document, prefix: PathKey, env: Mapping[str, str], chain:
         raise error_at(f"extends names a directory, not an agent file: {_get(doc.data, where)}", info, where)
     if not is_file:
         raise error_at(f"no such file: {_get(doc.data, where)}", info, where, hint=f"looked for {target}")
+    note = error_at(f"in the file this extends ({target.name})", info, where)
     try:
-        base = load_document(target, env=env)
-        _resolve_body(base, (), env, (*chain, target))
+        base, problems = read_document(target, env=env)
+        problems += _resolve_body(base, (), env, (*chain, target))
     except ConfigError as exc:
-        errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
-        note = error_at(f"in the file this extends ({target.name})", info, where)
-        raise ConfigErrors([*errors, note]) from None
+        raise ConfigErrors([*_errors_of(exc), note]) from None
     if "agents" in base.data:
         raise error_at("extends must name a single-agent file, not a team file", info, where)
+    _graft(doc, prefix, base)
+    return [*problems, note] if problems else []
+
+
+def _graft(doc: Document, prefix: PathKey, base: Document) -> None:
+    """Merge the body at ``prefix`` of ``doc`` over ``base`` (a resolved file it extends)."""
     body = _get(doc.data, prefix)
     child = {k: v for k, v in body.items() if k != "extends"}
     if prefix:  # a team member: the base's `version` belongs to the base file, its name is the key
@@ -139,27 +174,36 @@ def _resolve_body(doc: Document, prefix: PathKey, env: Mapping[str, str], chain:
         doc.data = merged
     doc.secrets |= base.secrets
     doc.interpolated |= {(*prefix, *p) for p in base.interpolated}
+    doc.faulty |= {(*prefix, *p) for p in base.faulty}
 
 
 def resolve(path: Path, *, env: Mapping[str, str]) -> Document:
     """Read ``path`` and apply ``extends`` (of the file, or of each member of a team file)."""
+    resolved = resolve_all(path, env=env)
+    if resolved.errors:
+        raise ConfigErrors(resolved.errors)
+    return resolved.document
+
+
+def resolve_all(path: Path, *, env: Mapping[str, str]) -> Resolved:
+    """``resolve`` that reads past every problem it can; raises only when nothing can be read."""
     path = path.resolve()
-    doc = load_document(path, env=env)
+    doc, errors = read_document(path, env=env)
+    bodies: list[PathKey] = [()]
     if isinstance(doc.data.get("agents"), dict):
-        errors: list[ConfigError] = []
-        for name, body in doc.data["agents"].items():
-            if isinstance(body, dict) and not name.startswith("x-"):
-                try:
-                    _resolve_body(doc, ("agents", name), env, (path,))
-                except ConfigErrors as exc:
-                    errors.extend(exc)
-                except ConfigError as exc:
-                    errors.append(exc)
-        if errors:
-            raise ConfigErrors(errors)
-    else:
-        _resolve_body(doc, (), env, (path,))
-    return doc
+        bodies = [
+            ("agents", name)
+            for name, body in doc.data["agents"].items()
+            if isinstance(body, dict) and not (isinstance(name, str) and name.startswith("x-"))
+        ]
+    broken: set[PathKey] = set()
+    for prefix in bodies:
+        try:
+            errors += _resolve_body(doc, prefix, env, (path,))
+        except ConfigError as exc:
+            errors += _errors_of(exc)
+            broken.add(prefix)
+    return Resolved(doc, errors, frozenset(broken))
 
 
 def explain(doc: Document, prefix: PathKey = ()) -> list[Explained]:

@@ -33,6 +33,7 @@ __all__ = [
     "error_at",
     "format_path",
     "load_document",
+    "read_document",
     "read_text",
 ]
 
@@ -127,6 +128,9 @@ class Document:
     sources: SourceMap
     secrets: set[str] = field(default_factory=set)
     interpolated: set[PathKey] = field(default_factory=set)
+    #: Values that stand in for one that could not be read (an unset ``${VAR}``, a bad tag): their
+    #: error is already reported, so checks of these paths would only repeat it.
+    faulty: set[PathKey] = field(default_factory=set)
 
 
 def read_text(path: Path) -> str:
@@ -255,6 +259,7 @@ class _Walker:
         self.interpolator = interpolator
         self.sources = SourceMap()
         self.errors: list[ConfigError] = []
+        self.faulty: set[PathKey] = set()
         self.visited = 0
         self.active: set[int] = set()  # collections being walked: an alias to one of them recurses
         self.constructor = yaml.SafeLoader("")
@@ -268,6 +273,11 @@ class _Walker:
             key.start_mark.column + 1 if key is not None else 0,
             isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"),
         )
+
+    def fault(self, error: ConfigError, path: PathKey) -> None:
+        """Record ``error`` for the value at ``path``, which is replaced by a stand-in."""
+        self.errors.append(error)
+        self.faulty.add(path)
 
     def walk(self, node: yaml.Node, path: PathKey, key: yaml.Node | None = None) -> Any:
         self.visited += 1
@@ -283,13 +293,14 @@ class _Walker:
             return self.scalar(node, path)
         if node.tag not in _COLLECTION_TAGS:
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-            self.errors.append(
+            self.fault(
                 error_at(
                     f"unsupported YAML tag '{tag}'",
                     self.info(node),
                     path,
                     hint="agent files use plain YAML values; remove the tag",
-                )
+                ),
+                path,
             )
             return None
         if isinstance(node, yaml.MappingNode):
@@ -373,7 +384,7 @@ class _Walker:
             try:
                 return self.interpolator.expand(node.value, path, plain=not node.style)
             except ConfigError as exc:
-                self.errors.append(error_at(exc.message, self.sources.entries[path], path, hint=exc.hint))
+                self.fault(error_at(exc.message, self.sources.entries[path], path, hint=exc.hint), path)
                 return node.value
         try:
             value = self.constructor.construct_object(node)
@@ -389,17 +400,18 @@ class _Walker:
                 message, hint = f"integer with more than 4,300 digits: {_describe_scalar(node.value)}", None
             else:
                 message, hint = f"invalid {tag} value: {_describe_scalar(node.value)}", None
-            self.errors.append(error_at(message, self.info(node), path, hint=hint))
+            self.fault(error_at(message, self.info(node), path, hint=hint), path)
             return None
         if isinstance(value, _dt.datetime | _dt.date):
             return value.isoformat()
         if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
-            self.errors.append(
-                error_at(f"integer too large to use: {_describe_scalar(node.value)}", self.info(node), path)
+            self.fault(
+                error_at(f"integer too large to use: {_describe_scalar(node.value)}", self.info(node), path),
+                path,
             )
             return None
         if isinstance(value, bytes):
-            self.errors.append(error_at("binary (!!binary) values are not supported", self.info(node), path))
+            self.fault(error_at("binary (!!binary) values are not supported", self.info(node), path), path)
             return None
         return value
 
@@ -410,6 +422,19 @@ def _describe_scalar(text: str) -> str:
 
 def load_document(path: Path, *, env: Mapping[str, str]) -> Document:
     """Read one YAML file into a ``Document``; raises ``ConfigError(s)`` with locations."""
+    doc, errors = read_document(path, env=env)
+    if errors:
+        raise ConfigErrors(errors)
+    return doc
+
+
+def read_document(path: Path, *, env: Mapping[str, str]) -> tuple[Document, list[ConfigError]]:
+    """Read one YAML file, keeping on past the problems that leave the rest readable.
+
+    An unset ``${VAR}``, a duplicate key or a bad tag is returned with the document (the value is
+    replaced by a stand-in recorded in ``Document.faulty``); a problem that leaves nothing to read
+    (a syntax error, an alias bomb, a top level that is not a mapping) is raised.
+    """
     name = str(path)
     text = read_text(path)
     node = compose(text, name)
@@ -418,12 +443,13 @@ def load_document(path: Path, *, env: Mapping[str, str]) -> Document:
     interpolator = Interpolator(env)
     walker = _Walker(name, interpolator)
     data = walker.walk(node, ())
-    if walker.errors:
-        raise ConfigErrors(walker.errors)
     if not isinstance(data, dict):
+        if walker.errors:
+            raise ConfigErrors(walker.errors)
         kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
         raise error_at(
             f"the top level must be a mapping of keys (version, name, model, ...), not {kind}",
             walker.sources.entries.get(()),
         )
-    return Document(path, data, walker.sources, interpolator.secrets, interpolator.interpolated)
+    doc = Document(path, data, walker.sources, interpolator.secrets, interpolator.interpolated, walker.faulty)
+    return doc, walker.errors

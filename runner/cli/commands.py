@@ -10,10 +10,9 @@ from typing import Any
 import typer
 
 from runner.agentfile import find_agent, load_agent, load_file
-from runner.agentfile.files import AGENT_SUFFIXES, AgentFile, inspect_file
-from runner.agentfile.loader import explain as explain_values
+from runner.agentfile.discover import SKIPPED_DIRS
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path, echo_error
+from runner.cli.main import display_path
 from runner.errors import ConfigError
 from runner.text import counted
 
@@ -27,100 +26,12 @@ __all__ = [
     "runtime_settings",
 ]
 
-#: Folders a directory argument never searches (environments, dependencies, caches).
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
-
-
-def _expand(refs: list[str]) -> list[tuple[str, Path | ConfigError]]:
-    """Each AGENT argument as a path (directories searched recursively), or why it is not one."""
-    out: list[tuple[str, Path | ConfigError]] = []
-    for ref in refs:
-        try:
-            path = find_agent(ref)
-        except ConfigError as exc:
-            out.append((ref, exc))
-            continue
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in AGENT_SUFFIXES
-                and not any(
-                    part.startswith(".") or part in SKIPPED_DIRS for part in p.relative_to(path).parts
-                )
-                and p.is_file()
-            )
-            if not found:
-                out.append((ref, ConfigError("no .yaml or .yml files in this directory", file=str(path))))
-            out.extend((str(p), p) for p in found)
-        else:
-            out.append((ref, path))
-    return out
-
-
-def _source_errors(agent_file: AgentFile) -> list[ConfigError]:
-    """Checks of tool sources that need no connection (a built-in toolset's ``with:`` options)."""
-    from runner.agentfile import config_from_file
-
-    errors: list[ConfigError] = []
-    for name in agent_file.names:
-        spec = config_from_file(agent_file, name)
-        for source in spec.tools:
-            if source.kind == "builtin":
-                from runner.tools.builtin import check_source  # only agents with built-in toolsets pay
-
-                errors += check_source(source, spec.path)
-    return errors
-
 
 def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables: Mapping[str, Any]) -> int:
     """Validate every file; print the results; return the exit code (0 valid, 2 invalid)."""
-    report: list[dict[str, Any]] = []
-    invalid = False
-    for ref, target in _expand(refs):
-        agent_file: AgentFile | None = None
-        if isinstance(target, ConfigError):
-            errors = [target]
-            path_text = ref
-        else:
-            path_text = display_path(str(target))
-            agent_file, errors = inspect_file(target, extra_vars=variables.keys())
-            if not errors and agent_file is not None:
-                errors = _source_errors(agent_file)
-        invalid = invalid or bool(errors)
-        entry: dict[str, Any] = {
-            "file": path_text,
-            "valid": not errors,
-            "errors": [e.as_dict() for e in errors],
-        }
-        if not errors and agent_file is not None:
-            entry["agents"] = list(agent_file.names)
-            if explain:
-                entry["explain"] = {
-                    name: [
-                        {"key": row.key, "file": display_path(row.file), "line": row.line}
-                        for row in explain_values(agent_file.document, agent_file.prefix(name))
-                    ]
-                    for name in agent_file.names
-                }
-        report.append(entry)
-        if json_output:
-            continue
-        for error in errors:
-            echo_error(error)
-        if not errors:
-            typer.echo(f"{path_text}: ok ({', '.join(entry['agents'])})")
-            for name, rows in entry.get("explain", {}).items():
-                typer.echo(f"  {name}:")
-                for row in rows:
-                    typer.echo(f"    {row['key']:<18} {row['file']}:{row['line']}")
-    if json_output:
-        for entry in report:
-            for error in entry["errors"]:
-                if error["file"]:
-                    error["file"] = display_path(error["file"])
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    return 2 if invalid else 0
+    from runner.cli.validate_cmd import run_validate as validate
+
+    return validate(refs, json_output=json_output, explain=explain, variables=variables)
 
 
 def run_render(

@@ -1,26 +1,27 @@
 """Which agents ``runner serve`` offers: every agent file under the given paths, one model per agent.
 
 A path is a file or a folder searched recursively for ``.yaml``/``.yml`` (hidden folders,
-virtual environments and dependencies skipped). A file that is not a valid agent file is skipped
-with one warning line; each member of a team file is a model of its own. The model id is the
+virtual environments and dependencies skipped). YAML in a folder that is not an agent (no
+``version:``, or a fragment only other files extend) is set aside quietly (``Catalog.not_agents``);
+an agent file that is not valid is skipped with one warning line; each member of a team file is a
+model of its own. The model id is the
 agent's name; when two files define the same name, the first one (in path order) is served.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.files import AGENT_SUFFIXES, config_from_file, inspect_file
+from runner.agentfile.discover import discover, search_folder, skipped_note
+from runner.agentfile.files import config_from_file, inspect_file
 from runner.errors import ConfigError, ConfigErrors
 
 __all__ = ["Catalog", "ServedAgent", "find_agent_files", "load_catalog"]
-
-#: Folders a directory search never enters (environments, dependencies, caches).
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Catalog:
     failures: dict[Path, str] = field(default_factory=dict)
     #: Other warnings: missing paths, duplicate names.
     warnings: tuple[str, ...] = ()
+    #: YAML files found in folders that are not agents, with why (not warned about).
+    not_agents: dict[Path, str] = field(default_factory=dict)
 
     def get(self, name: str) -> ServedAgent | None:
         """The agent served as model ``name``."""
@@ -52,15 +55,9 @@ class Catalog:
         """Every warning line, skipped files first."""
         return [f"skipped {error}" for error in self.failures.values()] + list(self.warnings)
 
-
-def _searched(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*")
-        if p.suffix in AGENT_SUFFIXES
-        and not any(part.startswith(".") or part in SKIPPED_DIRS for part in p.relative_to(folder).parts)
-        and p.is_file()
-    )
+    def note(self) -> str | None:
+        """One quiet line naming the files that are not agents, or None."""
+        return skipped_note(self.not_agents)
 
 
 def find_agent_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
@@ -69,7 +66,7 @@ def find_agent_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     missing: list[str] = []
     for path in paths:
         if path.is_dir():
-            found = _searched(path)
+            found = search_folder(path)
             if not found:
                 missing.append(f"{path}: no .yaml or .yml files in this folder")
             files.extend(found)
@@ -103,9 +100,15 @@ def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[Ser
 def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None) -> Catalog:
     """Find and load every agent under ``paths``; invalid files are skipped with their error."""
     files, warnings = find_agent_files(paths)
+    in_folders = [p for path in paths if path.is_dir() for p in search_folder(path)]
+    explicit = {path.resolve() for path in paths if path.is_file()}
+    split = discover(in_folders, env=os.environ if env is None else env)
+    not_agents = {p.resolve(): why for p, why in split.skipped.items() if p.resolve() not in explicit}
     agents: dict[str, ServedAgent] = {}
     failures: dict[Path, str] = {}
     for path in files:
+        if path in not_agents:
+            continue
         try:
             found = load_agents(path, env=env)
         except ConfigError as exc:
@@ -118,4 +121,6 @@ def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None)
                 )
                 continue
             agents[agent.name] = agent
-    return Catalog(agents=agents, files=tuple(files), failures=failures, warnings=tuple(warnings))
+    return Catalog(
+        agents=agents, files=tuple(files), failures=failures, warnings=tuple(warnings), not_agents=not_agents
+    )

@@ -218,3 +218,160 @@ def test_environment_of_the_process_is_interpolated(
     result = cli("validate", "a.yaml", env={"RUNNER_T_STEPS": "four"})
     assert result.exit_code == 2
     assert 'a.yaml:4:14: limits.max_steps: expected an integer, got "four"' in result.output
+
+
+MANY_MISTAKES = """\
+version: 1
+name: many
+model:
+  id: openai/gpt-4o-mini
+  api_base: ${H13_UNSET_BASE}
+function_calling: nativ
+prompts:
+  system: "Hello {{ styel }}"
+vars:
+  style: plain
+tools:
+  - agent: "#nobody"
+  - builtin: time
+    with: {bogus: 1}
+limits:
+  max_steps: ${H13_UNSET_STEPS}
+"""
+
+
+def test_every_mistake_of_a_file_is_reported_in_one_run(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "many.yaml").write_text(MANY_MISTAKES, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "many.yaml")
+    assert result.exit_code == 2
+    located = [line.split(": ", 2)[:2] for line in result.stderr.splitlines()]
+    assert located == [
+        ["many.yaml:5:13", "model.api_base"],  # an unset variable (all of them) ...
+        ["many.yaml:6:19", "function_calling"],  # ... a schema error ...
+        ["many.yaml:8:11", "prompts.system"],  # ... a template's undefined variable ...
+        ["many.yaml:12:12", "tools[0].agent"],  # ... a team reference ...
+        ["many.yaml:13:5", "tools[1].with.bogus"],  # ... a built-in toolset's option ...
+        ["many.yaml:16:14", "limits.max_steps"],  # ... and the second unset variable
+    ]
+    assert "H13_UNSET_BASE is not set" in result.stderr and "H13_UNSET_STEPS is not set" in result.stderr
+    assert "'styel' (did you mean 'style'?)" in result.stderr
+    assert "no agent named 'nobody'" in result.stderr and "unknown option 'bogus'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_json_output_lists_every_mistake_in_the_same_shape(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "many.yaml").write_text(MANY_MISTAKES, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "--json", "many.yaml")
+    assert result.exit_code == 2
+    (entry,) = json.loads(result.stdout)
+    assert set(entry) == {"file", "valid", "errors"} and entry["valid"] is False
+    assert [(e["line"], e["path"]) for e in entry["errors"]] == [
+        (5, "model.api_base"),
+        (6, "function_calling"),
+        (8, "prompts.system"),
+        (12, "tools[0].agent"),
+        (13, "tools[1].with.bogus"),
+        (16, "limits.max_steps"),
+    ]
+    assert all(set(e) == {"file", "line", "column", "path", "message", "hint"} for e in entry["errors"])
+    assert {e["file"] for e in entry["errors"]} == {"many.yaml"}
+
+
+SCRIPT = "# replies of a scripted model\nscript:\n  - content: hello\n"
+FRAGMENT = "version: 1\nmodel: openai/gpt-4o-mini\nlimits:\n  max_steps: 3\n"
+
+
+def _folder_of_agents_and_other_yaml(root: Path) -> Path:
+    folder = root / "agents"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "shared").mkdir()
+    (folder / "scripts" / "hello.yaml").write_text(SCRIPT, encoding="utf-8")
+    (folder / "shared" / "base.yaml").write_text(FRAGMENT, encoding="utf-8")
+    (folder / "hello.yaml").write_text(
+        "version: 1\nname: hello\nextends: shared/base.yaml\n", encoding="utf-8"
+    )
+    return folder
+
+
+def test_a_folder_skips_scripts_and_fragments_with_one_note(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _folder_of_agents_and_other_yaml(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "agents")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["agents/hello.yaml: ok (hello)"]
+    assert result.stderr.splitlines() == [
+        "skipped 2 files that are not agents: agents/scripts/hello.yaml (no version:); "
+        "agents/shared/base.yaml (only extended by other files)"
+    ]
+
+
+def test_a_broken_agent_among_skipped_files_is_still_reported(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder_of_agents_and_other_yaml(tmp_path)
+    (folder / "bad.yaml").write_text(BAD_TEXT, encoding="utf-8")
+    (folder / "forgot.yaml").write_text("name: forgot\n", encoding="utf-8")  # an agent without its version
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "agents")
+    assert result.exit_code == 2
+    assert "agents/bad.yaml:3:19: function_calling:" in result.stderr
+    assert "agents/forgot.yaml:1:1: missing required key 'version'" in result.stderr
+    assert "agents/hello.yaml: ok (hello)" in result.stdout
+    assert "skipped 2 files that are not agents" in result.stderr
+
+
+def test_json_marks_the_skipped_files(cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _folder_of_agents_and_other_yaml(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "--json", "agents")
+    assert result.exit_code == 0, result.output
+    report = {entry["file"]: entry for entry in json.loads(result.stdout)}
+    assert report["agents/scripts/hello.yaml"] == {
+        "file": "agents/scripts/hello.yaml",
+        "valid": True,
+        "errors": [],
+        "agents": [],
+        "skipped": "no version:",
+    }
+    assert report["agents/shared/base.yaml"]["skipped"] == "only extended by other files"
+    assert "skipped" not in report["agents/hello.yaml"] and report["agents/hello.yaml"]["agents"] == ["hello"]
+    assert result.stderr == ""
+
+
+def test_a_non_agent_file_named_on_the_command_line_is_an_error(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder_of_agents_and_other_yaml(tmp_path)
+    monkeypatch.chdir(folder)
+    result = cli("validate", "scripts/hello.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("scripts/hello.yaml: not an agent file: it has no version: key")
+    assert "unknown key" not in result.stderr
+
+
+def test_a_folder_of_only_non_agents_is_an_error(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder_of_agents_and_other_yaml(tmp_path)
+    monkeypatch.chdir(folder)
+    result = cli("validate", "scripts")
+    assert result.exit_code == 2
+    assert "scripts: no agent files in this directory (1 YAML file that is not an agent)" in result.stderr
+
+
+def test_the_repository_examples_validate(cli: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    result = cli("validate", "examples")
+    assert result.exit_code == 0, result.output
+    assert "examples/team.yaml: ok (lead, meteorologist, calc)" in result.stdout
+    (note,) = result.stderr.splitlines()
+    assert note.startswith("skipped ") and "examples/scripts/weather.yaml" in note
+    assert "examples/shared/base.yaml (only extended by other files)" in note
