@@ -1,8 +1,9 @@
-"""uvicorn for ``runner serve``: a header read timeout and a connection cap on uvicorn's h11 protocol.
+"""uvicorn for ``runner serve``: a header read timeout and a connection cap on uvicorn's protocol
+(httptools when installed, h11 otherwise).
 
 uvicorn closes an idle keep-alive connection (``timeout_keep_alive``), but a connection that sends
 half a request's headers (or one byte of them now and then) is kept forever, and its own
-``limit_concurrency`` answers in plain text. ``GuardedH11Protocol`` adds:
+``limit_concurrency`` answers in plain text. ``GuardedH11Protocol`` (and its httptools twin) adds:
 
 - a header deadline: a request's headers must be complete within ``header_timeout_s`` of the
   connection opening, or of the previous response on a kept-alive connection; otherwise the
@@ -104,10 +105,66 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def guarded_protocol(*, header_timeout_s: float, max_connections: int) -> type[GuardedH11Protocol]:
-    """A ``GuardedH11Protocol`` class with these limits (uvicorn builds one instance per connection)."""
+def _httptools_protocol() -> type[Any] | None:
+    """The same guards on uvicorn's httptools protocol (its C parser is faster than h11), if installed."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return None
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+        max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._header_deadline: asyncio.TimerHandle | None = None
+            self._awaiting_headers = True
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > self.max_connections:
+                self.app = _busy
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_headers_complete(self) -> None:
+            self._awaiting_headers = False
+            self._disarm()  # the headers are in: the app bounds the body
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()  # the next request on this connection gets its own
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._awaiting_headers = True
+            self._header_deadline = self.loop.call_later(self.header_timeout_s, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_deadline is not None:
+                self._header_deadline.cancel()
+                self._header_deadline = None
+
+        def _too_slow(self) -> None:
+            self._header_deadline = None
+            if self._awaiting_headers and not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedHttpToolsProtocol
+
+
+def guarded_protocol(*, header_timeout_s: float, max_connections: int) -> type[Any]:
+    """The guarded protocol class with these limits (uvicorn builds one instance per connection):
+    on httptools when it is installed, else on h11."""
     attributes = {"header_timeout_s": header_timeout_s, "max_connections": max_connections}
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), attributes)
+    base = _httptools_protocol() or GuardedH11Protocol
+    return type(base.__name__, (base,), attributes)
 
 
 def server_config(

@@ -193,7 +193,9 @@ def test_health_answers_while_a_request_is_being_decoded(
     result: dict[str, Any] = {}
 
     def chat() -> None:
-        body = {"model": "hello", "messages": [{"role": "user", "content": "hi"}]}
+        # past the size decoded on the loop (small bodies take microseconds there)
+        padding = "x" * (serve_app_module._INLINE_DECODE_BYTES + 1)
+        body = {"model": "hello", "messages": [{"role": "user", "content": "hi " + padding}]}
         result["response"] = post(served, json.dumps(body).encode())
 
     worker = threading.Thread(target=chat)

@@ -16,8 +16,18 @@ from typing import Any
 
 import pytest
 
+from runner.serve import server as server_module
+
 #: How long a test waits for the server to act on a limit of a fraction of a second.
 PATIENCE_S = 15.0
+
+
+@pytest.fixture(autouse=True, params=["httptools", "h11"])
+def protocol(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every limit holds on both of uvicorn's HTTP protocols (httptools when installed, else h11)."""
+    if request.param == "h11":
+        monkeypatch.setattr(server_module, "_httptools_protocol", lambda: None)
+    return str(request.param)
 
 
 @pytest.fixture
