@@ -77,7 +77,9 @@ def run_serve(
         note_secrets(served.config)  # the server's own log lines are redacted too
     for line in catalog.problems():
         typer.echo(f"warning: {line}", err=True)
-    if (skipped := catalog.note()) is not None:
+    from runner.cli.main import display_path
+
+    if (skipped := catalog.note(lambda path: display_path(str(path)))) is not None:
         typer.echo(f"note: {skipped}", err=True)
     if not catalog.agents:
         raise ConfigError(f"no valid agent files under {', '.join(paths)}")

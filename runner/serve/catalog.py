@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,9 +55,9 @@ class Catalog:
         """Every warning line, skipped files first."""
         return [f"skipped {error}" for error in self.failures.values()] + list(self.warnings)
 
-    def note(self) -> str | None:
-        """One quiet line naming the files that are not agents, or None."""
-        return skipped_note(self.not_agents)
+    def note(self, show: Callable[[Path], str] = str) -> str | None:
+        """One quiet line naming the files that are not agents, or None (``show`` prints a path)."""
+        return skipped_note(self.not_agents, show=show)
 
 
 def find_agent_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:

@@ -58,51 +58,63 @@ async def _busy(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header deadline and a connection cap (see the module doc)."""
+class _Guards:
+    """The header deadline and the connection cap, for either of uvicorn's HTTP protocols."""
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    _header_deadline: asyncio.TimerHandle | None = None
+    connections: Any
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    app: Any
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._header_deadline: asyncio.TimerHandle | None = None
+    def _awaiting_headers(self) -> bool:
+        raise NotImplementedError
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def _cap(self) -> None:
         if len(self.connections) > self.max_connections:
             self.app = _busy
-        self._arm_header_deadline()
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_header_deadline()
-        super().connection_lost(exc)
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._too_slow)
 
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:  # the headers are in: the app bounds the body
-            self._disarm_header_deadline()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm_header_deadline()  # the next request on this connection gets its own
-
-    def _arm_header_deadline(self) -> None:
-        self._disarm_header_deadline()
-        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
-
-    def _disarm_header_deadline(self) -> None:
+    def _disarm(self) -> None:
         if self._header_deadline is not None:
             self._header_deadline.cancel()
             self._header_deadline = None
 
-    def _headers_too_slow(self) -> None:
+    def _too_slow(self) -> None:
         self._header_deadline = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            if self.logger.isEnabledFor(10):
-                self.logger.debug("closing a connection whose request headers did not arrive in time")
-            self.transport.close()
+        if self._awaiting_headers() and not self.transport.is_closing():
+            self.transport.close()  # its request headers did not arrive in time
+
+
+class GuardedH11Protocol(_Guards, H11Protocol):
+    """uvicorn's h11 protocol with a header deadline and a connection cap (see the module doc)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._cap()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if not self._awaiting_headers():  # the headers are in: the app bounds the body
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self._awaiting_headers():
+            self._arm()  # the next request on this connection gets its own
+
+    def _awaiting_headers(self) -> bool:
+        return self.conn.their_state is h11.IDLE
 
 
 def _httptools_protocol() -> type[Any] | None:
@@ -112,19 +124,12 @@ def _httptools_protocol() -> type[Any] | None:
     except ImportError:
         return None
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
-        max_connections: int = DEFAULT_MAX_CONNECTIONS
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._header_deadline: asyncio.TimerHandle | None = None
-            self._awaiting_headers = True
+    class GuardedHttpToolsProtocol(_Guards, HttpToolsProtocol):
+        _waiting = True
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > self.max_connections:
-                self.app = _busy
+            self._cap()
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -132,29 +137,18 @@ def _httptools_protocol() -> type[Any] | None:
             super().connection_lost(exc)
 
         def on_headers_complete(self) -> None:
-            self._awaiting_headers = False
+            self._waiting = False
             self._disarm()  # the headers are in: the app bounds the body
             super().on_headers_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing():
+                self._waiting = True
                 self._arm()  # the next request on this connection gets its own
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._awaiting_headers = True
-            self._header_deadline = self.loop.call_later(self.header_timeout_s, self._too_slow)
-
-        def _disarm(self) -> None:
-            if self._header_deadline is not None:
-                self._header_deadline.cancel()
-                self._header_deadline = None
-
-        def _too_slow(self) -> None:
-            self._header_deadline = None
-            if self._awaiting_headers and not self.transport.is_closing():
-                self.transport.close()
+        def _awaiting_headers(self) -> bool:
+            return self._waiting
 
     return GuardedHttpToolsProtocol
 
