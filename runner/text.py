@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-__all__ = ["counted", "utf8", "valid_record", "valid_text"]
+__all__ = ["counted", "one_line", "utf8", "valid_record", "valid_text"]
 
 T = TypeVar("T")
 
@@ -29,6 +29,12 @@ def valid_text(text: str) -> str:
 def counted(count: int, word: str, plural: str | None = None) -> str:
     """``1 step``, ``2 steps``; ``plural`` when adding an s will not do (``entry`` -> ``entries``)."""
     return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace made one space), cut to ``limit`` with ``...``."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def utf8(text: str) -> bytes:

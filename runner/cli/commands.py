@@ -246,15 +246,15 @@ def _warn_unknown_vars(config: Any, variables: Mapping[str, Any]) -> None:
     """``--var NAME=...`` that the agent neither declares nor uses: a warning, with "did you mean"."""
     import difflib
 
-    from jinja2 import Environment, TemplateSyntaxError, meta
+    from runner.agentfile.templates import TemplateEngine
 
     used: set[str] = set(config.vars)
-    env = Environment()
+    engine = TemplateEngine(config.directory)
     for source in (config.prompts.system, config.prompts.user, config.prompts.status):
         if source is not None:
             try:
-                used |= meta.find_undeclared_variables(env.parse(source.text))
-            except TemplateSyntaxError:
+                used |= engine.undeclared(source)
+            except ConfigError:
                 return  # validate reports it; no guessing here
     for name in variables:
         if name not in used:

@@ -18,6 +18,7 @@ shows whether it is (at most the length of the longest secret, and only while it
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -45,14 +46,12 @@ class Secrets:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self.redactor = Redactor(())
-        self.longest = 0
 
     def add(self, values: Iterable[str]) -> None:
         new = {v for v in values if v and len(v) >= 4} - self._values
         if new:
             self._values |= new
             self.redactor = Redactor(self._values)
-            self.longest = max((len(p) for p in self.redactor.patterns), default=0)
 
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
         from runner.agentfile.interpolate import is_secret_name
@@ -82,7 +81,7 @@ class GuardedStream:
     def write(self, text: str) -> int:
         with self._lock:
             data = self._pending + valid_text(text)
-            if self._secrets.longest:
+            if self._secrets.redactor.patterns:
                 data = self._secrets.redactor(data)
                 keep = self._secrets.held_back(data)
                 self._pending = data[len(data) - keep :] if keep else ""
@@ -132,10 +131,8 @@ def install() -> None:
 def drain() -> None:
     """Write out what the guarded streams held back."""
     for stream in _installed:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # closed, or the reader went away
             stream.drain()
-        except (OSError, ValueError):  # closed, or the reader went away
-            pass
 
 
 def note_secrets(config: AgentConfig) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, TextIO
@@ -20,13 +21,13 @@ from runner.session.events import (
     TurnEnded,
     UsageUpdate,
 )
+from runner.text import one_line
 
 __all__ = ["ConsoleOutput", "JsonOutput", "usage_line"]
 
 
-def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _short(text: str) -> str:
+    return one_line(text, 160)
 
 
 def usage_line(usage: Usage) -> str:
@@ -103,12 +104,10 @@ class ConsoleOutput:
     def _redraw(self, prompt: str) -> None:
         """The chat's prompt again, with what the user has typed so far."""
         typed = ""
-        try:
+        with contextlib.suppress(ImportError):
             import readline
 
             typed = readline.get_line_buffer()
-        except ImportError:
-            pass
         stream = self.out if self.out.isatty() else self.err
         stream.write(prompt + typed)
         stream.flush()

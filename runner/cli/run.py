@@ -212,14 +212,16 @@ def execute(request: RunRequest) -> int:
             Repl(worker, output).loop()
     except RunnerError as exc:
         resume_id = _resumable(worker, output, exc)
-        worker.stop(lifetime)
-        output.finish()
         if resume_id is None:
             raise
-        return _failed(exc, resume_id)
+        failure: tuple[RunnerError, str] | None = (exc, resume_id)
     else:
+        failure = None
+    finally:
         worker.stop(lifetime)
         output.finish()
+    if failure is not None:  # reported after the session closed, with how to go on from it
+        return _failed(*failure)
     if code == 130:
         raise Interrupted("interrupted")
     return code

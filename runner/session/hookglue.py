@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.agentfile.config import HOOK_EVENT_RULES, HookConfig
 from runner.runtime.hooks import ChainOutcome, HookEvent
+from runner.text import one_line
 
 if TYPE_CHECKING:
     from runner.session.session import Session
@@ -77,9 +78,7 @@ class SessionHooks:
             elif rules.messages == "queue":
                 text = str(message["content"])
                 if self.session.enqueue(text, origin=f"{event} hook"):
-                    shown = " ".join(text.split())
-                    shown = shown if len(shown) <= 80 else shown[:77] + "..."
-                    self.session.note(f"{event} hook queued: {shown}")
+                    self.session.note(f"{event} hook queued: {one_line(text, 80)}")
         if outcome.stop and rules.stop is not None:
             return HookStop(rules.stop, outcome.reason or f"a {event} hook stopped the {rules.stop}")
         return None

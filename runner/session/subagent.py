@@ -28,6 +28,7 @@ from runner.runtime.settings import RuntimeSettings
 from runner.session.events import LoopEvent, Note, ToolFinished, ToolStarted
 from runner.session.options import RunOptions
 from runner.session.session import Session, current_session
+from runner.text import one_line
 from runner.tools.base import RunContext, Tool
 
 __all__ = ["INPUT_SCHEMA", "MAX_DEPTH", "agent_tool_factory"]
@@ -48,11 +49,6 @@ def _resolve(parent: AgentConfig, source: ToolSourceConfig) -> AgentConfig:
     return load_agent((source.base_dir / source.target).resolve())
 
 
-def _short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _forward(parent: Session | None, name: str) -> Callable[[LoopEvent], None]:
     """The child's tool activity and notes, shown through the parent's sink."""
 
@@ -61,10 +57,10 @@ def _forward(parent: Session | None, name: str) -> Callable[[LoopEvent], None]:
             return
         if isinstance(event, ToolStarted):
             arguments = json.dumps(event.arguments, ensure_ascii=False)
-            parent.sink(Note(f"[{name}] → {event.name} {_short(arguments)}"))
+            parent.sink(Note(f"[{name}] → {event.name} {one_line(arguments, 120)}"))
         elif isinstance(event, ToolFinished):
             mark = "✗" if event.result.is_error else "←"
-            parent.sink(Note(f"[{name}] {mark} {event.result.name} {_short(event.result.content)}"))
+            parent.sink(Note(f"[{name}] {mark} {event.result.name} {one_line(event.result.content, 120)}"))
         elif isinstance(event, Note):
             parent.sink(Note(f"[{name}] {event.text}", event.level))
 

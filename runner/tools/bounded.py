@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["GRACE_S", "Escaped", "abandoned", "bounded", "contained", "run_to_end"]
+__all__ = ["GRACE_S", "Escaped", "bounded", "contained", "run_to_end"]
 
 T = TypeVar("T")
 
@@ -42,11 +42,6 @@ class Escaped(Exception):
         name = type(original).__name__
         super().__init__(f"{name}: {detail}" if detail and detail != "None" else name)
         self.original = original
-
-
-def abandoned() -> int:
-    """How many tasks were abandoned and are still running (for tests and diagnostics)."""
-    return sum(not task.done() for task in _abandoned)
 
 
 async def contained(work: Awaitable[T]) -> T:
