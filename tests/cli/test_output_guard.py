@@ -104,3 +104,21 @@ def test_a_note_printed_while_the_chat_waits_redraws_its_prompt() -> None:
     output.reading = None
     output(Note("later"))
     assert err.getvalue().endswith("agent> note: later\n")
+
+
+def test_a_call_refused_before_it_ran_still_shows_what_the_model_sent() -> None:
+    from runner.cli.output import ConsoleOutput
+    from runner.session.events import AssistantMessage, ToolFinished
+    from runner.tools.base import ToolResult
+
+    err = io.StringIO()
+    output = ConsoleOutput(stdout=io.StringIO(), stderr=err, color=False)
+    raw = '{"a": 2, '
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": raw}}
+    output(AssistantMessage({"role": "assistant", "content": None, "tool_calls": [call]}))
+    output(ToolFinished(ToolResult("c1", "add", "Invalid arguments for tool 'add'", is_error=True)))
+    bad = ToolResult("c2", "add", "Invalid arguments", is_error=True, arguments={"a": "two"})
+    output(ToolFinished(bad))
+    lines = err.getvalue().splitlines()
+    assert lines[0] == '→ add {"a": 2,' and lines[1].startswith("✗ add")
+    assert lines[2] == '→ add {"a": "two"}'
