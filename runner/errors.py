@@ -9,6 +9,7 @@ internal.
     │   └── ConfigErrors        several ConfigErrors of one or more files, reported together
     ├── ToolError               a tool failed; becomes a tool result, never ends a session
     ├── ModelError              the model could not be reached or answered badly
+    ├── OutputError             the final answer never matched ``output:`` (exit code 1)
     ├── LimitReached            a limit or budget ended the turn (exit code 3)
     └── Interrupted             Ctrl+C (exit code 130)
 """
@@ -25,6 +26,7 @@ __all__ = [
     "LimitReached",
     "Location",
     "ModelError",
+    "OutputError",
     "RunnerError",
     "ToolError",
 ]
@@ -146,6 +148,14 @@ class ModelError(RunnerError):
         self.status = status  # the HTTP status the server sent; None when there was none
         self.retryable = retryable
         self.retry_after = retry_after  # seconds the server asked to wait (``Retry-After``)
+
+
+class OutputError(RunnerError):
+    """The model's final answer did not match the agent's ``output:`` schema, after every retry."""
+
+    def __init__(self, message: str, *, problems: Iterable[str] = (), hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = list(problems)
 
 
 class LimitReached(RunnerError):

@@ -13,6 +13,7 @@ from runner.agentfile.config import (
     LimitsConfig,
     McpServerConfig,
     ModelConfig,
+    OutputConfig,
     PermissionsConfig,
     PromptsConfig,
     SelectorConfig,
@@ -53,6 +54,28 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
     if info is not None and info.block_scalar:
         line += 1  # a `|` or `>` block's text starts on the next line
     return TemplateSource(text=str(value), origin=origin, line=line)
+
+
+def _output(doc: Document, path: PathKey, value: Any) -> OutputConfig | None:
+    """``output:`` as an ``OutputConfig``; a schema file is read here (``runner validate`` checked it)."""
+    from runner.agentfile.output import output_form, read_schema_file
+
+    if value is None:
+        return None
+    base = origin_dir(doc, path)
+    form = output_form(value)
+    if form == "python":
+        return OutputConfig(python=value["python"], base_dir=base)
+    if form == "file":
+        file = (base / value["file"]).resolve()
+        try:
+            schema, _ = read_schema_file(file, value["file"])
+        except ConfigError as exc:
+            raise error_at(
+                exc.message, doc.sources.value((*path, "file")), (*path, "file"), hint=exc.hint
+            ) from None
+        return OutputConfig(schema=schema, file=file, base_dir=base)
+    return OutputConfig(schema=dict(value), base_dir=base)
 
 
 def build_model(value: Any) -> ModelConfig | None:
@@ -136,6 +159,8 @@ def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseConfig
             tools_called=tuple(expect.get("tools_called", ())),
             ordered=bool(expect.get("ordered", False)),
             max_steps=expect.get("max_steps"),
+            output_schema=expect.get("output_schema"),
+            output_json=dict(expect.get("output_json", {})),
         ),
     )
 
@@ -183,6 +208,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
             if not event.startswith("x-")
         },
         limits=LimitsConfig(**limits),
+        output=_output(doc, (*prefix, "output"), body.get("output")),
         tool_details=bool(body.get("serve", {}).get("tool_details", True)),
         tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
         secrets=frozenset(doc.secrets | _api_keys(body)),

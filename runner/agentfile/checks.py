@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agentfile.build import origin_dir
-from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, TemplateSource
+from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, OutputConfig, TemplateSource
 from runner.agentfile.imports import resolve_callable
 from runner.agentfile.templates import (
     BUILTIN_NAMES,
@@ -23,7 +23,7 @@ from runner.agentfile.templates import (
 )
 from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
-from runner.errors import ConfigError
+from runner.errors import ConfigError, ConfigErrors
 
 __all__ = ["SELECTOR_NAMES", "semantic_errors"]
 
@@ -89,6 +89,8 @@ class _Checker:
                 self.template(path, value, extra_names=extra)
         for i, entry in _entries(self.body.get("tools")):
             self.source(self.at("tools", i), entry)
+        if self.body.get("output") is not None and self.sound(self.at("output")):
+            self.output(self.at("output"), self.body["output"])
         for event, chain in _items(self.body.get("hooks")):
             if str(event).startswith("x-"):
                 continue
@@ -229,6 +231,47 @@ class _Checker:
                     (*path, "openapi"),
                     hint="give an http(s) URL or a path relative to this file",
                 )
+
+    def output(self, path: PathKey, value: Any) -> None:
+        """``output:``: a schema that is valid and whose references resolve, or a pydantic model."""
+        from runner.agentfile import output
+
+        form = output.output_form(value)
+        if form == "python":
+            try:
+                output.load_output(OutputConfig(python=value["python"], base_dir=origin_dir(self.doc, path)))
+            except ConfigError as exc:
+                self.fail(exc.message, (*path, "python"), hint=exc.hint)
+            return
+        if form == "inline":
+            for where, message in output.schema_problems(value):
+                self.fail(message, self.nearest((*path, *where)))
+            return
+        file = (origin_dir(self.doc, path) / value["file"]).resolve()
+        try:
+            schema, sources = output.read_schema_file(file, value["file"])
+        except ConfigError as exc:
+            for error in exc.errors if isinstance(exc, ConfigErrors) else [exc]:
+                if error.file:
+                    self.errors.append(error)
+                else:
+                    self.fail(error.message, (*path, "file"), hint=error.hint)
+            return
+        for where, message in output.schema_problems(schema):
+            info = next(
+                (sources.value(where[:n]) for n in range(len(where), -1, -1) if sources.value(where[:n])),
+                None,
+            )
+            self.errors.append(
+                error_at(message, info, where) if info else ConfigError(message, file=str(file))
+            )
+
+    def nearest(self, path: PathKey) -> PathKey:
+        """``path``, or its closest ancestor that the source map knows (to locate an error)."""
+        for end in range(len(path), 0, -1):
+            if self.doc.sources.value(path[:end]) is not None:
+                return path[:end]
+        return path
 
     def importable(self, target: str, path: PathKey) -> None:
         try:

@@ -27,6 +27,7 @@ __all__ = [
     "LimitsConfig",
     "McpServerConfig",
     "ModelConfig",
+    "OutputConfig",
     "PermissionsConfig",
     "PromptsConfig",
     "SelectorConfig",
@@ -217,6 +218,30 @@ class LimitsConfig:
     tool_output_chars: int = 20000
     context_tokens: int | None = None
     max_queue: int = 100
+    output_retries: int = 2
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """``output:``: the JSON Schema the final answer must match (inline or a file), or a pydantic model.
+
+    ``schema`` is the schema as written (None for ``python``: it comes from the model when the
+    runtime imports it); ``where`` names it in messages.
+    """
+
+    schema: dict[str, Any] | None = None
+    python: str | None = None
+    file: Path | None = None
+    base_dir: Path = Path(".")
+
+    @property
+    def where(self) -> str:
+        """Where the schema comes from, for messages."""
+        if self.python is not None:
+            return f"output: python {self.python}"
+        if self.file is not None:
+            return f"output: {self.file.name}"
+        return "output:"
 
 
 @dataclass(frozen=True)
@@ -228,6 +253,10 @@ class ExpectConfig:
     tools_called: tuple[str, ...] = ()
     ordered: bool = False
     max_steps: int | None = None
+    #: A JSON Schema the structured output must satisfy.
+    output_schema: dict[str, Any] | None = None
+    #: Values the structured output must have, by dotted path (``temps.0``).
+    output_json: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,6 +289,8 @@ class AgentConfig:
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
     hooks: dict[str, tuple[HookConfig, ...]] = field(default_factory=dict)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    #: ``output:``: the shape of the final answer (None: free text).
+    output: OutputConfig | None = None
     #: ``serve.tool_details``: tool calls shown as ``<details>`` blocks in served answers.
     tool_details: bool = True
     tests: tuple[TestCaseConfig, ...] = ()

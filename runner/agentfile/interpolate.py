@@ -67,8 +67,9 @@ def is_secret_name(name: str, value: str | None = None) -> bool:
 class Interpolator:
     """Expands ``${...}`` against an environment, recording secrets and interpolated paths."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], *, expand: bool = True) -> None:
         self.env = env
+        self.active = expand  # False: values are kept as written (data files that are not agent files)
         self.secrets: set[str] = set()
         self.interpolated: set[PathKey] = set()
 
@@ -113,7 +114,7 @@ class Interpolator:
             names.append(name)
             return value
 
-        if "${" not in text:
+        if "${" not in text or not self.active:
             return text
         result = _TOKEN.sub(replace, text)
         if not names:

@@ -1,8 +1,9 @@
 """Loading an agent file: ``extends`` chains, team files, and the source map of the result.
 
-``resolve(path)`` reads a file and every file it extends, deep-merges them (mappings merge;
-lists and scalars replace) and returns one ``Document`` whose source map says, for every value,
-which file and line wrote it. Team files (``agents:``) resolve each member's ``extends`` too.
+``resolve(path)`` reads a file and every file it extends, deep-merges them (mappings merge,
+but ``output:`` is replaced whole; lists and scalars replace) and returns one ``Document``
+whose source map says, for every value, which file and line wrote it. Team files (``agents:``)
+resolve each member's ``extends`` too.
 ``resolve_all`` does the same but hands back the problems it could read past, with the bodies
 whose ``extends`` could not be applied, so that ``runner validate`` can check everything else.
 """
@@ -52,8 +53,11 @@ class Resolved:
 
 
 def _merge(base: Any, child: Any, sources: SourceMap, child_sources: SourceMap, path: PathKey) -> Any:
-    """Deep-merge ``child`` over ``base`` at ``path``, updating ``sources`` in place."""
-    if isinstance(base, dict) and isinstance(child, dict):
+    """Deep-merge ``child`` over ``base`` at ``path``, updating ``sources`` in place.
+
+    ``output:`` is replaced whole: a schema merged key by key with another is neither of them.
+    """
+    if isinstance(base, dict) and isinstance(child, dict) and not _replaced(path):
         merged = dict(base)
         info = child_sources.entries.get(path)
         if info is not None and path:
@@ -69,6 +73,11 @@ def _merge(base: Any, child: Any, sources: SourceMap, child_sources: SourceMap, 
     sources.drop_subtree(path)
     sources.entries.update(child_sources.subtree(path))
     return child
+
+
+def _replaced(path: PathKey) -> bool:
+    """Whether the value at ``path`` (an agent body's key, or a team member's) replaces, never merges."""
+    return path in (("output",),) or (len(path) == 3 and path[0] == "agents" and path[2] == "output")
 
 
 def _extends_of(doc: Document, prefix: PathKey) -> tuple[Path, PathKey] | None:

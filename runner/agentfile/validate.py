@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
+from urllib.parse import unquote
 
 from runner.agentfile.yamlsrc import PathKey, SourceMap, error_at
 from runner.errors import ConfigError
 from runner.resources import load_schema
 from runner.text import counted
 
-__all__ = ["schema_errors", "sort_errors", "suggest"]
+__all__ = ["resolve_pointer", "schema_errors", "sort_errors", "suggest"]
 
 _TYPE_NAMES = {
     "object": "a mapping",
@@ -298,3 +299,22 @@ def sort_errors(errors: Iterable[ConfigError]) -> list[ConfigError]:
     for e in errors:
         unique.setdefault((e.file, e.line, e.column, e.path, e.message), e)
     return sorted(unique.values(), key=lambda e: (e.file, e.line, e.column, e.path))
+
+
+def resolve_pointer(root: Any, ref: str) -> Any:
+    """The node a local reference (``#/a/b~1c/0``, JSON Pointer in a URI fragment) names in ``root``.
+
+    Raises ``LookupError`` when it names nothing. ``#`` alone is the root.
+    """
+    pointer = unquote(ref[1:] if ref.startswith("#") else ref)
+    parts = pointer.split("/")[1:] if pointer.startswith("/") else [pointer] if pointer else []
+    node: Any = root
+    for raw in parts:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise LookupError(ref)
+    return node

@@ -453,3 +453,16 @@ def read_document(path: Path, *, env: Mapping[str, str]) -> tuple[Document, list
         )
     doc = Document(path, data, walker.sources, interpolator.secrets, interpolator.interpolated, walker.faulty)
     return doc, walker.errors
+
+
+def parse_data(text: str, name: str) -> tuple[Any, SourceMap]:
+    """A YAML (or JSON) document that is not an agent file (an output schema), with where each value
+    is; no ``${VAR}`` expansion. ``ConfigError(s)`` with locations when it cannot be read."""
+    node = compose(text, name)
+    if node is None:
+        raise ConfigError("the file is empty", file=name)
+    walker = _Walker(name, Interpolator({}, expand=False))
+    data = walker.walk(node, ())
+    if walker.errors:
+        raise ConfigErrors(walker.errors)
+    return data, walker.sources

@@ -53,6 +53,9 @@ def run_render(
     typer.echo(f"# agent: {config.name} ({display_path(str(config.path))})")
     typer.echo(f"# model: {request['model']}")
     typer.echo(f"# function calling: {request['mode']} ({request['mode_why']})")
+    output = request.get("output")
+    if output is not None:
+        typer.echo(f"# output: {output['how']}")
     for message in request["messages"]:
         typer.echo(f"--- {message['role']} ---")
         typer.echo(message["content"])
@@ -60,6 +63,12 @@ def run_render(
     typer.echo(f"--- tools ({len(tools)}) ---")
     for tool in tools:
         typer.echo(json.dumps(tool, ensure_ascii=False))
+    if output is not None:
+        typer.echo("--- output schema ---")
+        typer.echo(json.dumps(output["schema"], indent=2, ensure_ascii=False))
+        for key, value in (request.get("params") or {}).items():
+            typer.echo(f"--- {key} ---")
+            typer.echo(json.dumps(value, ensure_ascii=False))
 
 
 def runtime_settings(model: str | None, **changes: Any) -> Any:

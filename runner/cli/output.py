@@ -10,9 +10,11 @@ from typing import Any, TextIO
 from runner.cli.guard import secrets
 from runner.models.base import Usage
 from runner.session.events import (
+    AnswerDraft,
     AssistantMessage,
     LoopEvent,
     Note,
+    OutputReady,
     ReasoningChunk,
     StepStarted,
     TextChunk,
@@ -113,9 +115,13 @@ class ConsoleOutput:
         stream.flush()
 
     def __call__(self, event: LoopEvent) -> None:
+        if isinstance(event, AnswerDraft):
+            return  # a structured answer is printed once it matched its schema (OutputReady)
         if not isinstance(event, UsageUpdate):
             self._stop_waiting()
-        if isinstance(event, TextChunk):
+        if isinstance(event, OutputReady):
+            self._print_output(event.value)
+        elif isinstance(event, TextChunk):
             if self._in_reasoning:
                 self._in_reasoning = False
                 self.err.write("\n")
@@ -161,6 +167,18 @@ class ConsoleOutput:
             self.out.flush()
             self._open_line = False
 
+    def _print_output(self, value: Any) -> None:
+        """The structured answer as JSON on stdout: indented on a terminal, one line otherwise."""
+        if self._in_reasoning:
+            self._in_reasoning = False
+            self.err.write("\n")
+        if self._open_line:
+            self.out.write("\n")
+            self._open_line = False
+        pretty = self.out.isatty()
+        self.out.write(json.dumps(value, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+        self.out.flush()
+
     def finish(self) -> None:
         """Print the session's usage on stderr."""
         self._stop_waiting()
@@ -190,7 +208,8 @@ class _Waiting:
 
 
 class JsonOutput:
-    """``--json``: one JSON object per line on stdout (message, tool_call, tool_result, usage, end...)."""
+    """``--json``: one JSON object per line on stdout (message, tool_call, tool_result, output, usage,
+    end...)."""
 
     def __init__(self, *, stdout: TextIO | None = None, thinking: bool = True) -> None:
         self.out = stdout or sys.stdout
@@ -241,6 +260,8 @@ class JsonOutput:
             self._emit({"type": "usage", "call": _usage(event.call), "session": _usage(event.session)})
         elif isinstance(event, Note):
             self._emit({"type": "note", "level": event.level, "text": event.text})
+        elif isinstance(event, OutputReady):
+            self._emit({"type": "output", "output": event.value})
         elif isinstance(event, TurnEnded):
             self._emit({"type": "turn_end", "output": event.output, "reason": event.reason})
 

@@ -27,6 +27,7 @@ from runner.models.base import (
 )
 from runner.models.faults import incomplete_stream
 from runner.models.litellm_errors import map_litellm_error
+from runner.models.model_data import output_strategy
 from runner.tools.threads import MODEL_THREADS
 
 __all__ = ["LiteLLMModel", "MissingApiKey", "map_litellm_error", "supports_function_calling"]
@@ -131,6 +132,11 @@ class LiteLLMModel:
                 self._supports_tools = supports_function_calling(self.name)
             self._tools_known = True
         return self._supports_tools
+
+    @property
+    def structured_output(self) -> str:
+        """How an agent with ``output:`` asks this model for its answer (``model_data.output_strategy``)."""
+        return output_strategy(self.name, self.api_base)
 
     async def complete(self, request: Request) -> Reply:
         """Answer in one piece: litellm's blocking ``completion`` on a model worker thread.

@@ -33,6 +33,7 @@ __all__ = [
     "model_entry",
     "model_info",
     "model_map",
+    "output_strategy",
     "providers",
     "supports_function_calling",
 ]
@@ -246,6 +247,23 @@ def supports_function_calling(model_id: str) -> bool | None:
     info = model_info(model_id)
     value = None if info is None else info.get("supports_function_calling")
     return None if value is None else bool(value)
+
+
+#: Providers whose chat API takes ``tools`` and a ``response_format`` json_schema in one request
+#: (litellm passes both through unchanged; others turn the schema into a forced tool, or refuse).
+SCHEMA_WITH_TOOLS = frozenset({"openai", "azure", "azure_ai", "text-completion-openai"})
+
+
+def output_strategy(model_id: str, api_base: str | None = None) -> str:
+    """How a native-mode agent with ``output:`` asks this model for its answer (``runner.modes.structured``):
+    ``response_format`` where the provider combines it with tools, else a final-answer ``tool``."""
+    if api_base and model_id.startswith("openai/"):
+        return "response_format"  # an OpenAI-compatible server: tried, and a refusal falls back
+    provider, _ = _split(model_id)
+    if provider is None:
+        info = model_info(model_id)
+        provider = info.get("litellm_provider") if info else None
+    return "response_format" if provider in SCHEMA_WITH_TOOLS else "tool"
 
 
 def model_entry(model_id: str) -> dict[str, Any] | None:

@@ -47,6 +47,9 @@ class OpenAICompatModel:
     """``POST {api_base}/chat/completions`` over one keep-alive ``httpx.AsyncClient``."""
 
     supports_tools: bool | None = True  # the server decides; SPEC section 8 counts it as native
+    #: ``output:`` goes as ``response_format`` beside the tools; a server that refuses it gets the
+    #: final-answer tool instead (``runner.modes.structured``).
+    structured_output = "response_format"
 
     def __init__(
         self,

@@ -69,6 +69,11 @@ class ResilientModel:
         """The primary model's tool support."""
         return self.primary.supports_tools
 
+    @property
+    def structured_output(self) -> str | None:
+        """How the primary model takes ``output:`` (``runner.modes.structured``)."""
+        return getattr(self.primary, "structured_output", None)
+
     async def complete(self, request: Request) -> Reply:
         """Ask each model in turn, retrying transient errors, until one answers."""
         errors: dict[int, ModelError] = {}

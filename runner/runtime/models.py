@@ -143,6 +143,11 @@ class BorrowedModel:
         """Whether the borrowed model takes native tool calls."""
         return self.model.supports_tools
 
+    @property
+    def structured_output(self) -> str | None:
+        """How the borrowed model takes ``output:``."""
+        return getattr(self.model, "structured_output", None)
+
     def stream(self, request: Any) -> Any:
         """Stream from the borrowed model."""
         return self.model.stream(request)
@@ -161,6 +166,7 @@ class DescribedModel:
 
     name: str
     supports_tools: bool | None
+    structured_output: str | None = None
 
     def stream(self, request: Any) -> Any:
         """Refused: ``runner render`` shows a request, it never sends one."""
@@ -185,10 +191,11 @@ def capabilities(config: AgentConfig, settings: RuntimeSettings) -> DescribedMod
         model = resolve_model_config(config, settings)
     except ConfigError:
         return DescribedModel("(none: set model: in the file, --model or RUNNER_DEFAULT_MODEL)", None)
-    if settings.fast_path and model.api_base and model.id.startswith("openai/"):
-        return DescribedModel(model.id, None)
-    if config.function_calling != "auto":
-        return DescribedModel(model.id, None)
-    from runner.models.model_data import supports_function_calling
+    from runner.models.model_data import output_strategy, supports_function_calling
 
-    return DescribedModel(model.id, supports_function_calling(model.id))
+    strategy = output_strategy(model.id, model.api_base)
+    if settings.fast_path and model.api_base and model.id.startswith("openai/"):
+        return DescribedModel(model.id, None, strategy)
+    if config.function_calling != "auto":
+        return DescribedModel(model.id, None, strategy)
+    return DescribedModel(model.id, supports_function_calling(model.id), strategy)

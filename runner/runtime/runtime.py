@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
+from runner.agentfile.output import OutputSchema, load_output
 from runner.models.base import Model
 from runner.modes import Mode, choose_mode
 from runner.runtime.hooks import HookChains
@@ -61,6 +62,11 @@ class AgentRuntime:
     provenance: Provenance
     #: What differs from the runtime this one replaced (empty for a first open).
     changes: str = ""
+    #: The shape of the final answer (``output:``), loaded (a ``python:`` model imported).
+    output: OutputSchema | None = None
+    #: Per model id, the structured-output strategy a provider's refusal led to (``output_refused``):
+    #: what the runtime learned about its endpoints, the one thing in it that changes.
+    learned_output: dict[str, str] = field(default_factory=dict)
     _sources: SourceSet = field(default_factory=SourceSet, repr=False)
     _model: Shared[Model] | None = field(default=None, repr=False)
 
@@ -184,6 +190,11 @@ async def build_runtime(
         def selector_model(model_id: str) -> Model:
             return _model_by_id(config, settings, model_id)
 
+        output = (
+            load_output(config.output, name=config.name, reload=previous is not None)
+            if config.output
+            else None
+        )
         make = None if settings.replay is not None else selector_model
         mode = choose_mode(config, shared.value, definitions, make_model=make)
         prompts = Prompts(
@@ -210,6 +221,7 @@ async def build_runtime(
             changes=describe_changes(previous.config, config, previous.registry, registry)
             if previous
             else "",
+            output=output,
             _sources=sources,
             _model=shared,
         )

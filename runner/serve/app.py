@@ -277,6 +277,7 @@ def create_app(
             params=model_params(agent.config, chat),
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
+            output=chat.output,
         )
         details = tool_details and agent.config.tool_details  # --plain, or the agent's serve: setting
         run = ChatRun(host, history, options=options, on_done=state.report, tool_details=details)

@@ -18,8 +18,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from runner.agentfile.output import OutputSchema
 from runner.errors import ModelError, RunnerError
 from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost
@@ -31,6 +32,7 @@ from runner.session.events import (
     AssistantMessage,
     LoopEvent,
     Note,
+    OutputReady,
     ReasoningChunk,
     TextChunk,
     ToolFinished,
@@ -39,6 +41,7 @@ from runner.session.events import (
     UsageUpdate,
 )
 from runner.store.transcript import Redactor
+from runner.tools.schema import clean_schema
 
 __all__ = ["ChatRun", "EndPiece", "Piece", "ReasoningPiece", "TextPiece", "ToolBlock", "ToolRunning"]
 
@@ -97,6 +100,35 @@ def _api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiErr
     return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
 
 
+def _shape(node: Any) -> Any:
+    """A schema without what does not change the shape of the data (titles, descriptions, strictness)."""
+    if isinstance(node, list):
+        return [_shape(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    dropped = ("title", "description", "additionalProperties", "required", "default", "examples", "strict")
+    return {key: _shape(value) for key, value in node.items() if key not in dropped}
+
+
+def _check_output(agent: OutputSchema | None, client: OutputSchema | None) -> None:
+    """Refuse a client's ``response_format`` that asks for another shape than the agent's ``output:``
+    (``json_object`` asks only for an object; the same schema, strict or not, is no conflict)."""
+    if agent is None or client is None:
+        return
+    if client.name == "json_object" and client.schema == {"type": "object"}:
+        if agent.schema.get("type") in ("object", None):
+            return
+    elif _shape(clean_schema(client.schema)) == _shape(clean_schema(agent.schema)):
+        return
+    raise ApiError(
+        400,
+        "response_format conflicts with this agent's own output schema; send none (the agent answers "
+        "with its own JSON) or the same schema",
+        param="response_format",
+        code="response_format_conflict",
+    )
+
+
 class ChatRun:
     """Runs one conversation turn of an agent and hands out what the client should see."""
 
@@ -129,6 +161,7 @@ class ChatRun:
         self._usage = Usage()
         self._said = False  # some text of an earlier turn went out (the next turn's text is set apart)
         self._turn_over = False
+        self._structured = False  # the answer is JSON (output:, response_format): nothing else in the content
 
     @property
     def task(self) -> asyncio.Task[None] | None:
@@ -197,7 +230,9 @@ class ChatRun:
         self.on_done(line)
 
     def _sink(self, event: LoopEvent) -> None:
-        if isinstance(event, TextChunk):
+        if isinstance(event, OutputReady):
+            self._put(TextPiece(event.text))
+        elif isinstance(event, TextChunk):
             if self._turn_over and self._said:
                 self._put(TextPiece("\n\n"))  # a turn a hook queued: its answer follows the first
             self._turn_over = False
@@ -212,7 +247,7 @@ class ChatRun:
                 self._arguments[call["id"]] = call["function"]["arguments"]
         elif isinstance(event, ToolStarted):
             self._put(ToolRunning(event.call_id, event.name))
-        elif isinstance(event, ToolFinished) and self.tool_details:
+        elif isinstance(event, ToolFinished) and self.tool_details and not self._structured:
             result = event.result
             if result.arguments is not None:
                 arguments = json.dumps(result.arguments)
@@ -221,7 +256,7 @@ class ChatRun:
             self._put(ToolBlock(result.call_id, result.name, arguments, result.content))
         elif isinstance(event, UsageUpdate):
             self._usage = event.session
-        elif isinstance(event, Note) and event.level in ("warning", "error"):
+        elif isinstance(event, Note) and event.level in ("warning", "error") and not self._structured:
             self._put(TextPiece(f"\n\n> {event.text}\n\n"))
 
     async def _main(self) -> None:
@@ -233,6 +268,8 @@ class ChatRun:
             raise
         try:
             self.session_id = session.session_id
+            _check_output(session.runtime.output, self.options.output)
+            self._structured = session.output_plan is not None
             chat = self.chat
             prompts, variables = session.runtime.prompts, session.variables
             history = chat.history(lambda text: prompts.user(text, variables))

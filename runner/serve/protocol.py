@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
+from runner.agentfile.output import OutputSchema, json_path, schema_problems
 
 __all__ = ["ApiError", "ChatRequest", "model_params", "parse_chat_request", "request_limits"]
 
@@ -59,6 +60,8 @@ class ChatRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     limits: dict[str, float] = field(default_factory=dict)
+    #: The client's ``response_format`` (``json_schema`` or ``json_object``); None for text.
+    output: OutputSchema | None = None
 
 
 def _bad(message: str, param: str | None = None) -> ApiError:
@@ -169,6 +172,52 @@ def _check_tools(tools: Any, tool_choice: Any) -> list[dict[str, Any]]:
     return specs
 
 
+#: Where a client's schema comes from, in messages.
+CLIENT_SCHEMA = "the request's response_format"
+
+
+def _check_response_format(value: Any) -> OutputSchema | None:
+    """The client's ``response_format`` as an ``OutputSchema`` (None: plain text); 400 when malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise _bad("'response_format' must be an object with a 'type'", "response_format")
+    kind = value["type"]
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return OutputSchema({"type": "object"}, name="json_object", where=CLIENT_SCHEMA)
+    if kind != "json_schema":
+        raise _bad(
+            f"'response_format.type' must be text, json_object or json_schema, not '{kind[:40]}'",
+            "response_format.type",
+        )
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict):
+        raise _bad("'response_format.json_schema' must be an object", "response_format.json_schema")
+    name = spec.get("name")
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise _bad(
+            "'response_format.json_schema.name' must match [A-Za-z0-9_-]{1,64}",
+            "response_format.json_schema.name",
+        )
+    schema = spec.get("schema", {"type": "object"})
+    problems = schema_problems(schema)
+    if problems:
+        where, message = problems[0]
+        at = json_path(where).removeprefix("$")
+        raise _bad(
+            f"'response_format.json_schema.schema{at}' is not usable: {message}",
+            "response_format.json_schema.schema",
+        )
+    strict = spec.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise _bad(
+            "'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict"
+        )
+    return OutputSchema(schema, name=name, where=CLIENT_SCHEMA, strict=strict)
+
+
 def _check_limits(value: Any) -> dict[str, float]:
     if value is None:
         return {}
@@ -216,6 +265,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
         temperature=_number(body, "temperature", low=0.0, high=2.0),
         max_tokens=None if max_tokens is None else _positive_int(max_tokens, "max_tokens"),
         limits=_check_limits(body.get("limits")),
+        output=_check_response_format(body.get("response_format")),
     )
 
 

@@ -10,10 +10,12 @@ from runner.models.base import Usage
 from runner.tools.base import ToolResult
 
 __all__ = [
+    "AnswerDraft",
     "AssistantMessage",
     "EventSink",
     "LoopEvent",
     "Note",
+    "OutputReady",
     "ReasoningChunk",
     "StepStarted",
     "TextChunk",
@@ -28,6 +30,22 @@ __all__ = [
 class TextChunk:
     """A piece of the assistant's text, as it streams."""
 
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDraft:
+    """A piece of the text of an agent with ``output:``: a draft of its answer, not yet checked
+    (the answer itself comes as ``OutputReady``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutputReady:
+    """The structured answer of a turn, checked against ``output:``: the value and its JSON text."""
+
+    value: Any
     text: str
 
 
@@ -95,6 +113,8 @@ class TurnEnded:
 
 LoopEvent = (
     TextChunk
+    | AnswerDraft
+    | OutputReady
     | ReasoningChunk
     | StepStarted
     | AssistantMessage

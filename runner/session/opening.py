@@ -55,20 +55,35 @@ async def first_request(
 ) -> dict[str, Any]:
     """The exact first request of a session on ``input`` (sources opened, no model call, no hooks)."""
     from runner.runtime.models import capabilities
+    from runner.session.options import RunOptions
+    from runner.session.session import Session
 
     described = capabilities(config, settings)
     runtime = await open_runtime(config, settings, model=described)
     try:
-        prompts = runtime.prompts
-        values = prompts.variables(variables)
-        system = prompts.system(input, values)
+        session = Session(runtime, options=RunOptions(variables=dict(variables), transcript=False))
+        prompts, values = runtime.prompts, session.variables
+        session.ensure_system_prompt(input)
+        system = session.conversation.system
         messages = [m for m in (system, prompts.user(input, values), prompts.status(input, values)) if m]
-        return {
+        tools = runtime.mode.request_tools(runtime.tool_definitions or None)
+        request: dict[str, Any] = {
             "model": described.name,
             "mode": runtime.mode.kind,
             "mode_why": runtime.mode.why,
             "messages": messages,
-            "tools": runtime.mode.request_tools(runtime.tool_definitions or None),
+            "tools": tools,
         }
+        plan = session.output_plan
+        if plan is not None:
+            request["tools"] = plan.tools(tools)
+            request["params"] = plan.params()
+            request["output"] = {
+                "strategy": plan.strategy,
+                "how": plan.describe(),
+                "schema": plan.output.schema,
+            }
+        await session.close()
+        return request
     finally:
         await runtime.aclose()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import LimitsConfig
+from runner.agentfile.output import OutputSchema
 from runner.errors import LimitReached
 from runner.models.base import ToolCall, Usage
 from runner.session.decisions import LIMIT_REASONS
@@ -33,6 +34,8 @@ class RunOptions:
     limits: dict[str, Any] = field(default_factory=dict)
     #: Write a transcript (None: as the runtime's settings say).
     transcript: bool | None = None
+    #: The shape the answer must have when the agent has no ``output:`` (a client's ``response_format``).
+    output: OutputSchema | None = None
 
 
 @dataclass
@@ -51,6 +54,12 @@ class RunResult:
     def output(self) -> str:
         """The answer of the last turn ("" when none ran)."""
         return self.turns[-1].output if self.turns else ""
+
+    @property
+    def data(self) -> Any:
+        """The last turn's structured answer (``output:``): a pydantic instance for a ``python:`` model,
+        else the JSON value; None when the agent has no ``output:`` or the turn gave no answer."""
+        return self.turns[-1].data if self.turns else None
 
     @property
     def reason(self) -> str:

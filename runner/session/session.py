@@ -24,10 +24,12 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from runner.agentfile.config import AgentConfig, TemplateSource
-from runner.errors import LimitReached, RunnerError
+from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
 from runner.models.base import Model, Usage
+from runner.modes.structured import OutputPlan, plan_output, refuses_schema
 from runner.runtime.host import RuntimeHost
+from runner.runtime.prompts import compose_system
 from runner.runtime.runtime import AgentRuntime
 from runner.session.conversation import Conversation
 from runner.session.decisions import EndTurn
@@ -45,7 +47,7 @@ from runner.store.transcript import (
     new_session_id,
     sessions_dir,
 )
-from runner.text import counted
+from runner.text import counted, one_line
 from runner.tools.base import RunContext
 
 __all__ = ["Session", "current_session"]
@@ -188,6 +190,44 @@ class Session:
         ]
         self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
         self._request_tools = [*runtime.tool_definitions, *self.client_tools] if self.client_tools else None
+        self._plan_output()
+
+    def _plan_output(self) -> None:
+        """How this session asks for a structured answer (None: the agent has no ``output:``)."""
+        runtime = self.runtime
+        output = runtime.output or self.options.output
+        self.output_plan: OutputPlan | None = None
+        if output is not None:
+            self.output_plan = plan_output(
+                output,
+                mode=runtime.mode.kind,
+                model=self.model,
+                tool_names=[*runtime.registry.names(), *self.client_names],
+                learned=runtime.learned_output.get(self.model.name),
+            )
+
+    def output_refused(self, error: ModelError) -> bool:
+        """The provider refused how the answer was asked for: move to the next strategy (True), once
+        per strategy; the runtime remembers it for the sessions after this one."""
+        plan = self.output_plan
+        if plan is None or not refuses_schema(error.status, error.message):
+            return False
+        new = plan.fallback()
+        if new is None:
+            return False
+        self.output_plan = new
+        self.runtime.learned_output[self.model.name] = new.strategy
+        self.note(
+            f"the model refused {plan.describe()} ({one_line(error.message, 160)}); "
+            f"the answer now comes as {new.describe()}",
+            "warning",
+        )
+        self.record_event(
+            "output_fallback", refused=plan.strategy, now=new.strategy, error=one_line(error.message, 300)
+        )
+        if self.conversation.system is not None:
+            self._compose_system()
+        return True
 
     @property
     def model(self) -> Model:
@@ -434,6 +474,7 @@ class Session:
         old, owned = self._model, self._owns_model
         self._model, self._owns_model = new, isinstance(model, str)
         self.record_event("model", model=new.name)
+        self._plan_output()
         if owned and old is not None:
             await old.aclose()
         return new
@@ -490,7 +531,9 @@ class Session:
 
     def _compose_system(self) -> None:
         first = self.conversation.first_input or ""
-        self.conversation.set_system(self.runtime.prompts.system(first, self.variables))
+        system = self.runtime.prompts.system(first, self.variables)
+        section = self.output_plan.section() if self.output_plan is not None else None
+        self.conversation.set_system(compose_system(system, (), section) if section else system)
 
     def render(self, source: TemplateSource, extra: Mapping[str, Any] | None = None) -> str:
         """Render one of the agent's templates with the session's variables and current input."""

@@ -12,12 +12,13 @@ A ``Turn`` is also the ``TurnAccess`` the ``prompt`` mode's selector uses.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.agentfile.config import TemplateSource
-from runner.errors import LimitReached, RunnerError
+from runner.errors import LimitReached, ModelError, OutputError, RunnerError
 from runner.models.base import (
     Completed,
     Model,
@@ -31,10 +32,13 @@ from runner.models.base import (
     Usage,
 )
 from runner.modes.base import ReplyReader
+from runner.modes.structured import OutputPlan, Verdict
 from runner.session.conversation import NOTE_PREFIX
 from runner.session.decisions import EndTurn, StopReason, decide
 from runner.session.events import (
+    AnswerDraft,
     AssistantMessage,
+    OutputReady,
     ReasoningChunk,
     StepStarted,
     TextChunk,
@@ -72,6 +76,26 @@ class TurnResult:
     limit: LimitReached | None = None
     #: With reason "client_tools": the calls of client tools waiting for the caller's results.
     client_calls: list[ToolCall] = field(default_factory=list)
+    #: With ``output:``: whether the turn ended with an answer that matched it, the answer's JSON
+    #: value, and that value as Python callers get it (a pydantic instance for a ``python:`` model).
+    structured: bool = False
+    value: Any = None
+    data: Any = None
+
+
+def session_plan(session: Session) -> OutputPlan:
+    """The session's output plan (only called under ``output:``)."""
+    plan = session.output_plan
+    assert plan is not None
+    return plan
+
+
+def _answered(call: ToolCall, content: str, *, error: bool = False) -> ToolResult:
+    return ToolResult(call.id, call.name, content, is_error=error)
+
+
+def _not_run(calls: Sequence[ToolCall], why: str) -> list[ToolResult]:
+    return [_answered(call, f"Not executed: {why}.", error=True) for call in calls]
 
 
 class Turn:
@@ -89,6 +113,10 @@ class Turn:
         self.calls: StepCalls | None = None
         self.client_calls: list[ToolCall] = []
         self._client_names = session.client_names
+        self.answer: OutputReady | None = None  # the structured answer, once one matched ``output:``
+        self.data: Any = None
+        self.output_failures = 0
+        self._text = AnswerDraft if session.output_plan is not None else TextChunk
         self.gate = ToolGate(
             GateParts(
                 registry=self.runtime.registry,
@@ -164,7 +192,17 @@ class Turn:
             session.record_event(_STOP_EVENTS.get(end.reason, end.reason), reason=end.reason, note=end.note)
             session.note(note, "warning" if end.reason != "interrupted" else "info")
         session.sink(TurnEnded(self.output, end.reason))
-        return TurnResult(self.output, end.reason, self.steps, end.limit, client_calls=self.client_calls)
+        answer = self.answer
+        return TurnResult(
+            self.output,
+            end.reason,
+            self.steps,
+            end.limit,
+            client_calls=self.client_calls,
+            structured=answer is not None,
+            value=answer.value if answer is not None else None,
+            data=self.data,
+        )
 
     # ----------------------------------------------------------------- a step
 
@@ -191,7 +229,7 @@ class Turn:
         started: dict[str, asyncio.Task[GateResult]] = {}
         streamed: list[str] = []
         try:
-            reply = await self._generate(reader, started if eager else None, streamed)
+            reply = await self._generate_planned(reader, started if eager else None, streamed)
         except BaseException:
             for task in started.values():
                 task.cancel()
@@ -222,6 +260,11 @@ class Turn:
         self.conversation.append(message, **extra)
         session.sink(AssistantMessage(message))
         self.output = reply.content or ""
+        plan = session.output_plan
+        if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
+            verdict = plan.read(reply)
+            if verdict is not None:
+                return self._final_answer(reader, reply, verdict)
         if not reply.tool_calls:
             if reader.unreadable() and end is None:
                 self._give_results(reader, [])  # unreadable tool blocks: the model reads why and tries again
@@ -248,6 +291,20 @@ class Turn:
             self._finish_pending(f"Not executed: {end.note}.", reader)
         return end
 
+    async def _generate_planned(
+        self,
+        reader: ReplyReader,
+        started: dict[str, asyncio.Task[GateResult]] | None,
+        streamed: list[str],
+    ) -> Reply:
+        """Generate; a provider that refuses how ``output:`` is asked for gets the next strategy."""
+        while True:
+            try:
+                return await self._generate(reader, started, streamed)
+            except ModelError as exc:
+                if started or streamed or not self.session.output_refused(exc):
+                    raise
+
     async def _generate(
         self,
         reader: ReplyReader,
@@ -262,7 +319,7 @@ class Turn:
                 session.sink(ReasoningChunk(reply.reasoning))
             shown = reader.shown(reply.content or "")
             if shown:
-                session.sink(TextChunk(shown))
+                session.sink(self._text(shown))
             return reply
         inner = session.model.stream(request)
         events = reader.wrap_stream(inner)
@@ -286,7 +343,7 @@ class Turn:
         async for event in events:
             if isinstance(event, TextDelta):
                 streamed.append(event.text)
-                session.sink(TextChunk(event.text))
+                session.sink(self._text(event.text))
             elif isinstance(event, ToolCallReady):
                 call = event.call
                 if started is not None and call.name not in self._client_names:
@@ -320,14 +377,66 @@ class Turn:
     def _request(self) -> Request:
         session = self.session
         status = self.runtime.prompts.status(session.current_input, session.variables)
-        tools = session.request_tools()
+        tools = self.runtime.mode.request_tools(session.request_tools())
+        params = session.request_params
+        plan = session.output_plan
+        if plan is not None:
+            tools, params = plan.tools(tools), {**params, **plan.params()}
         return Request(
             model=session.model.name,
             messages=self.conversation.messages(status),
-            tools=self.runtime.mode.request_tools(tools),
-            params=session.request_params,
+            tools=tools,
+            params=params,
             stream=session.stream,
         )
+
+    # ----------------------------------------------------------------- the structured answer
+
+    def _final_answer(self, reader: ReplyReader, reply: Reply, verdict: Verdict) -> EndTurn | None:
+        """A final answer under ``output:``: accepted (the turn ends), sent back with the validator's
+        message (the model tries again), or refused for good after ``limits.output_retries``."""
+        session, plan = self.session, session_plan(self.session)
+        others = [call for call in reply.tool_calls if call is not verdict.call]
+        if verdict.ok:
+            results = [_answered(verdict.call, "Accepted: this is the final answer.")] if verdict.call else []
+            self._give_results(reader, results + _not_run(others, "the final answer was given"))
+            self._accept(verdict.value)
+            return EndTurn("done")
+        self.output_failures += 1
+        tries_left = self.limits.output_retries - self.output_failures + 1
+        problems = list(verdict.problems)
+        session.record_event("output_invalid", attempt=self.output_failures, problems=problems)
+        if tries_left <= 0:
+            refusal = f"The answer was refused: {problems[0]}"
+            results = [_answered(verdict.call, refusal, error=True)] if verdict.call else []
+            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+            tries = counted(self.output_failures, "try", "tries")
+            raise OutputError(
+                f"the answer did not match {plan.output.where} after {tries}: {problems[0]}",
+                problems=problems,
+                hint="the transcript keeps every answer (runner sessions show ID); raise "
+                "limits.output_retries, or make the schema or the prompt clearer",
+            )
+        message = plan.repair(verdict, tries_left)
+        if verdict.call is not None:
+            results = [_answered(verdict.call, message, error=True)]
+            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+        else:
+            self.conversation.append({"role": "user", "content": NOTE_PREFIX + message})
+        more = counted(tries_left, "more try", "more tries")
+        session.note(
+            f"the answer does not match {plan.output.where} ({problems[0]}); asking again ({more})", "warning"
+        )
+        return None
+
+    def _accept(self, value: Any) -> None:
+        plan = session_plan(self.session)
+        text = json.dumps(value, ensure_ascii=False)
+        self.output = text
+        self.answer = OutputReady(value, text)
+        self.data = plan.output.instance(value)
+        self.session.record_event("output", value=value)
+        self.session.sink(self.answer)
 
     # ----------------------------------------------------------------- results
 

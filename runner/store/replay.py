@@ -102,6 +102,10 @@ class RecordingModel:
     def supports_tools(self) -> bool | None:
         return self.inner.supports_tools
 
+    @property
+    def structured_output(self) -> str | None:
+        return getattr(self.inner, "structured_output", None)
+
     def _normalized(self, request: Request) -> dict[str, Any]:
         return normalize_request(request.model, request.messages, request.tools, request.params)
 
@@ -155,6 +159,19 @@ class ReplayModel:
     @property
     def supports_tools(self) -> bool | None:
         return True
+
+    @property
+    def structured_output(self) -> str | None:
+        """The strategy the cassette was recorded with, so that the same requests are made again:
+        ``response_format`` if a request carried one, ``tool`` if one offered a final-answer tool."""
+        for interaction in self.cassette.interactions:
+            request = interaction.request
+            if "response_format" in (request.get("params") or {}):
+                return "response_format"
+            names = [str((t.get("function") or {}).get("name", "")) for t in request.get("tools") or ()]
+            if any(name.startswith("final_answer") for name in names):
+                return "tool"
+        return None
 
     def _next(self, request: Request) -> tuple[Reply, list[dict[str, Any]]]:
         normalized = json.loads(

@@ -70,8 +70,18 @@ class ScriptedModel:
 
     supports_tools: bool | None = True
 
-    def __init__(self, script: Iterable[Step], *, name: str = "scripted", chunk_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Iterable[Step],
+        *,
+        name: str = "scripted",
+        chunk_delay_s: float = 0.0,
+        structured_output: str = "response_format",
+    ) -> None:
         self.name = name
+        #: How an agent with ``output:`` asks this model for its answer: ``response_format`` (a
+        #: provider that takes it with tools) or ``tool`` (one that cannot: a final-answer tool).
+        self.structured_output = structured_output
         self.requests: list[Request] = []
         self.closed = False
         self._script = list(script)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
+
+from runner.agentfile.validate import resolve_pointer
 
 __all__ = ["clean_schema", "inline_refs", "resolve_pointer"]
 
@@ -161,25 +162,6 @@ class _Inliner:
         except LookupError:
             return None
         return node if isinstance(node, Mapping) else None
-
-
-def resolve_pointer(root: Any, ref: str) -> Any:
-    """The node a local reference (``#/a/b~1c/0``, JSON Pointer in a URI fragment) names in ``root``.
-
-    Raises ``LookupError`` when it names nothing. ``#`` alone is the root.
-    """
-    pointer = unquote(ref[1:] if ref.startswith("#") else ref)
-    parts = pointer.split("/")[1:] if pointer.startswith("/") else [pointer] if pointer else []
-    node: Any = root
-    for raw in parts:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            raise LookupError(ref)
-    return node
 
 
 def _clean(node: Mapping[str, Any], *, is_property: bool) -> dict[str, Any]:

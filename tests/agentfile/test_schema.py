@@ -81,6 +81,7 @@ FULL: Doc = {
         "session_end": [{"message": "bye"}],
     },
     "serve": {"tool_details": False},
+    "output": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     "limits": {
         "max_steps": 25,
         "max_turns": 50,
@@ -94,6 +95,7 @@ FULL: Doc = {
         "tool_output_chars": 20000,
         "context_tokens": 100000,
         "max_queue": 100,
+        "output_retries": 2,
     },
     "tests": [
         {

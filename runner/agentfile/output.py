@@ -1,0 +1,263 @@
+"""An agent's ``output:``: the JSON Schema its final answer must match, and checking answers against it.
+
+- ``read_schema_file(path)``: a schema kept in a JSON or YAML file, with where each value is.
+- ``schema_problems(schema)``: what makes a schema unusable (its meta-schema, a ``$ref`` that does
+  not resolve or points outside it), each with the path inside the schema; ``runner validate``
+  locates them in the agent file or the schema file.
+- ``OutputSchema``: a usable schema: ``problems(value)`` (the validator's messages, path and reason,
+  bounded whatever the value), ``instance(value)`` (a pydantic instance for ``python:`` models).
+- ``load_output(config)``: the ``OutputSchema`` of ``output:``, importing a ``python:`` model.
+
+Only references inside the schema (``#/...``) are followed: a schema that reaches for other files
+or URLs would make validation depend on the network or on files the agent does not list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.agentfile.config import OutputConfig
+from runner.agentfile.imports import import_module
+from runner.agentfile.validate import resolve_pointer
+from runner.agentfile.yamlsrc import PathKey, SourceMap, parse_data
+from runner.errors import ConfigError
+from runner.text import one_line
+
+__all__ = [
+    "MAX_SCHEMA_BYTES",
+    "OutputSchema",
+    "json_path",
+    "load_model",
+    "load_output",
+    "output_form",
+    "read_schema_file",
+    "schema_problems",
+]
+
+#: A schema file larger than this is refused (a real one is a few KB).
+MAX_SCHEMA_BYTES = 1_000_000
+#: How many of the validator's messages an answer's problems list.
+MAX_PROBLEMS = 5
+#: How long one problem's message may be (the validator quotes the value, which may be huge).
+MAX_PROBLEM_CHARS = 240
+_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def json_path(path: Iterator[str | int] | tuple[str | int, ...] | list[str | int]) -> str:
+    """``$.temps[0].high`` for the path ``("temps", 0, "high")``."""
+    text = "$"
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            text += f".{part}"
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def output_form(value: Any) -> str:
+    """Which form of ``output:`` a mapping is, as the agent schema reads it: "file", "python" or "inline"."""
+    if isinstance(value, Mapping) and "file" in value:
+        return "file"
+    if isinstance(value, Mapping) and "python" in value:
+        return "python"
+    return "inline"
+
+
+def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
+    """The schema in ``path`` (JSON or YAML) and its source map; ``ConfigError`` when unreadable."""
+    name = str(path)
+    try:
+        if path.is_dir():
+            raise ConfigError(f"output schema file {shown} is a directory")
+        if not path.is_file():
+            raise ConfigError(f"output schema file not found: {shown}", hint=f"looked for {path}")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SCHEMA_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read output schema file {shown}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SCHEMA_BYTES:
+        raise ConfigError(
+            f"output schema file {shown} is too large (the limit is {MAX_SCHEMA_BYTES:,} bytes)", file=name
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"output schema file {shown} is not UTF-8 text (byte {exc.start})", file=name
+        ) from None
+    return parse_data(text, name)
+
+
+def _refs(node: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
+    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion)."""
+    stack: list[tuple[Any, PathKey]] = [(node, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, Mapping):
+            ref = item.get("$ref")
+            if isinstance(ref, str):
+                yield where, ref
+            stack.extend((value, (*where, key)) for key, value in item.items() if key != "enum")
+        elif isinstance(item, list):
+            stack.extend((value, (*where, index)) for index, value in enumerate(item))
+
+
+def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:
+    if not ref.startswith("#"):
+        return (
+            f"$ref '{one_line(ref, 80)}' points outside the schema; only references inside it "
+            "(#/$defs/...) are followed"
+        )
+    try:
+        resolve_pointer(schema, ref)
+    except LookupError:
+        message = f"$ref '{one_line(ref, 80)}' does not resolve: the schema has nothing at {ref[1:] or '/'}"
+        defs = [f"#/{key}/{name}" for key in ("$defs", "definitions") for name in schema.get(key) or {}]
+        close = difflib.get_close_matches(ref, defs, n=1)
+        return message + (f" (did you mean '{close[0]}'?)" if close else "")
+    return None
+
+
+def _meta_message(error: Any) -> str:
+    """The meta-schema's complaint, said plainly where it can be (an unknown type name)."""
+    if error.path and error.path[-1] == "type" and isinstance(error.instance, str):
+        close = difflib.get_close_matches(error.instance, _JSON_TYPES, n=1)
+        return f"unknown type '{one_line(error.instance, 40)}'" + (
+            f" (did you mean '{close[0]}'?)" if close else f" (one of {', '.join(_JSON_TYPES)})"
+        )
+    return one_line(error.message, MAX_PROBLEM_CHARS)
+
+
+def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
+    """Why ``schema`` cannot be used as an output schema: (path inside it, message) pairs."""
+    if not isinstance(schema, Mapping):
+        return [
+            ((), f"an output schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
+        ]
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    problems: list[tuple[PathKey, str]] = []
+    meta = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.path])
+    for error in meta[:MAX_PROBLEMS]:
+        problems.append((tuple(error.path), f"not a valid JSON Schema: {_meta_message(error)}"))
+    for where, ref in sorted(_refs(schema), key=lambda item: [str(p) for p in item[0]]):
+        problem = _ref_problem(schema, ref)
+        if problem:
+            problems.append(((*where, "$ref"), problem))
+    return problems
+
+
+def _clip(text: str) -> str:
+    return one_line(text, MAX_PROBLEM_CHARS)
+
+
+@dataclass(frozen=True, eq=False)
+class OutputSchema:
+    """A JSON Schema an answer must match; ``model`` is the pydantic class it came from, if any."""
+
+    schema: Mapping[str, Any]
+    #: A name for the schema (``response_format.json_schema.name``): ``[A-Za-z0-9_-]``, up to 64.
+    name: str = "output"
+    model: Any = None
+    #: Where the schema comes from, for messages ("output:", "the request's response_format").
+    where: str = "output:"
+    #: What the provider is asked for: strict adherence (None: decided from the schema's shape).
+    strict: bool | None = None
+
+    @classmethod
+    def named(cls, schema: Mapping[str, Any], name: str | None, **kwargs: Any) -> OutputSchema:
+        """An ``OutputSchema`` whose name is ``name`` (or the schema's ``title``) made safe for APIs."""
+        raw = name or str(schema.get("title") or "") or "output"
+        safe = _NAME.sub("_", raw).strip("_")[:64] or "output"
+        return cls(schema, name=safe, **kwargs)
+
+    @functools.cached_property
+    def _validator(self) -> Any:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
+        return cls(self.schema, format_checker=cls.FORMAT_CHECKER)
+
+    def problems(self, value: Any) -> list[str]:
+        """Why ``value`` does not match (at most ``MAX_PROBLEMS``, "at $.path: reason"); [] if it does."""
+        try:
+            errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+        except RecursionError:
+            return ["the answer is nested too deeply to check"]
+        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e.message)}" for e in errors]
+        if not problems and self.model is not None:
+            problems = self._model_problems(value)
+        if len(problems) > MAX_PROBLEMS:
+            more = len(problems) - MAX_PROBLEMS
+            problems = [*problems[:MAX_PROBLEMS], f"and {more} more"]
+        return problems
+
+    def _model_problems(self, value: Any) -> list[str]:
+        """What the pydantic model's own validators say (beyond its JSON Schema)."""
+        import pydantic
+
+        try:
+            self.model.model_validate(value)
+        except pydantic.ValidationError as exc:
+            return [f"at {json_path(tuple(e['loc']))}: {_clip(e['msg'])}" for e in exc.errors()]
+        return []
+
+    def instance(self, value: Any) -> Any:
+        """``value`` as Python callers get it: a pydantic instance for a model, else the value itself."""
+        return self.model.model_validate(value) if self.model is not None else value
+
+
+def _is_model(obj: Any) -> bool:
+    import pydantic
+
+    return isinstance(obj, type) and issubclass(obj, pydantic.BaseModel)
+
+
+def load_model(target: str, base_dir: Path, *, reload: bool = False) -> Any:
+    """The pydantic model class named ``module:Class``; ``ConfigError`` when it is not one.
+
+    ``reload`` imports its module again (a hot reload: an edited model takes effect)."""
+    module_name, _, attribute = target.partition(":")
+    module = import_module(module_name, base_dir, reload=reload)
+    if not hasattr(module, attribute):
+        classes = [n for n in dir(module) if not n.startswith("_") and _is_model(getattr(module, n))]
+        close = difflib.get_close_matches(attribute, classes, n=1)
+        raise ConfigError(
+            f"module '{module_name}' has no class '{attribute}'"
+            + (f" (did you mean '{close[0]}'?)" if close else "")
+        )
+    obj = getattr(module, attribute)
+    if not _is_model(obj):
+        kind = "a class" if isinstance(obj, type) else f"a {type(obj).__name__}"
+        raise ConfigError(
+            f"'{target}' is not a pydantic model (it is {kind})",
+            hint="name a class that subclasses pydantic.BaseModel",
+        )
+    return obj
+
+
+def load_output(config: OutputConfig, *, name: str | None = None, reload: bool = False) -> OutputSchema:
+    """The ``OutputSchema`` of ``output:``; a ``python:`` model is imported (``ConfigError`` if not)."""
+    if config.python is not None:
+        model = load_model(config.python, config.base_dir, reload=reload)
+        try:
+            schema = model.model_json_schema()
+        except Exception as exc:  # pydantic cannot describe some types (a callable field, ...)
+            raise ConfigError(
+                f"the JSON Schema of {config.python} cannot be made: "
+                f"{type(exc).__name__}: {one_line(str(exc), 200)}"
+            ) from None
+        return OutputSchema.named(schema, model.__name__, model=model, where=config.where)
+    assert config.schema is not None
+    title = config.schema.get("title")
+    return OutputSchema.named(config.schema, title if isinstance(title, str) else name, where=config.where)
