@@ -256,14 +256,21 @@ SCHEMA_WITH_TOOLS = frozenset({"openai", "azure", "azure_ai", "text-completion-o
 
 def output_strategy(model_id: str, api_base: str | None = None) -> str:
     """How a native-mode agent with ``output:`` asks this model for its answer (``runner.modes.structured``):
-    ``response_format`` where the provider combines it with tools, else a final-answer ``tool``."""
+    ``response_format`` where the provider combines it with tools, else a final-answer ``tool``.
+
+    Combined: OpenAI and Azure, any OpenAI-compatible server (tried; a refusal falls back), and the
+    models litellm lists with ``supports_native_structured_output`` (Anthropic's newer models, sent
+    as ``output_format`` beside the tools). Elsewhere litellm turns ``response_format`` into a tool
+    it forces the model to call at once, which switches the agent's tools off
+    (``tests/models/test_output_providers.py`` measures both on llmock's Anthropic endpoint)."""
     if api_base and model_id.startswith("openai/"):
-        return "response_format"  # an OpenAI-compatible server: tried, and a refusal falls back
+        return "response_format"
     provider, _ = _split(model_id)
-    if provider is None:
-        info = model_info(model_id)
-        provider = info.get("litellm_provider") if info else None
-    return "response_format" if provider in SCHEMA_WITH_TOOLS else "tool"
+    info = model_info(model_id) or {}
+    provider = provider or info.get("litellm_provider")
+    if provider in SCHEMA_WITH_TOOLS or info.get("supports_native_structured_output") is True:
+        return "response_format"
+    return "tool"
 
 
 def model_entry(model_id: str) -> dict[str, Any] | None:

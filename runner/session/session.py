@@ -225,7 +225,7 @@ class Session:
         self.record_event(
             "output_fallback", refused=plan.strategy, now=new.strategy, error=one_line(error.message, 300)
         )
-        if self.conversation.system is not None:
+        if self.conversation.first_input is not None:  # composed already: again, with the new section
             self._compose_system()
         return True
 

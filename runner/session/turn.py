@@ -94,10 +94,6 @@ def _answered(call: ToolCall, content: str, *, error: bool = False) -> ToolResul
     return ToolResult(call.id, call.name, content, is_error=error)
 
 
-def _not_run(calls: Sequence[ToolCall], why: str) -> list[ToolResult]:
-    return [_answered(call, f"Not executed: {why}.", error=True) for call in calls]
-
-
 class Turn:
     """One turn of a session, on its runtime of the moment."""
 
@@ -396,20 +392,19 @@ class Turn:
         """A final answer under ``output:``: accepted (the turn ends), sent back with the validator's
         message (the model tries again), or refused for good after ``limits.output_retries``."""
         session, plan = self.session, session_plan(self.session)
-        others = [call for call in reply.tool_calls if call is not verdict.call]
         if verdict.ok:
-            results = [_answered(verdict.call, "Accepted: this is the final answer.")] if verdict.call else []
-            self._give_results(reader, results + _not_run(others, "the final answer was given"))
-            self._accept(verdict.value)
+            if verdict.call is not None:
+                self._answer_calls(reader, reply, verdict, "Accepted: this is the final answer.", "was given")
+            self._accept(verdict.value, spoken=verdict.call is not None)
             return EndTurn("done")
         self.output_failures += 1
         tries_left = self.limits.output_retries - self.output_failures + 1
         problems = list(verdict.problems)
         session.record_event("output_invalid", attempt=self.output_failures, problems=problems)
         if tries_left <= 0:
-            refusal = f"The answer was refused: {problems[0]}"
-            results = [_answered(verdict.call, refusal, error=True)] if verdict.call else []
-            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+            self._answer_calls(
+                reader, reply, verdict, f"The answer was refused: {problems[0]}", "was refused"
+            )
             tries = counted(self.output_failures, "try", "tries")
             raise OutputError(
                 f"the answer did not match {plan.output.where} after {tries}: {problems[0]}",
@@ -419,8 +414,7 @@ class Turn:
             )
         message = plan.repair(verdict, tries_left)
         if verdict.call is not None:
-            results = [_answered(verdict.call, message, error=True)]
-            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+            self._answer_calls(reader, reply, verdict, message, "was refused")
         else:
             self.conversation.append({"role": "user", "content": NOTE_PREFIX + message})
         more = counted(tries_left, "more try", "more tries")
@@ -429,9 +423,26 @@ class Turn:
         )
         return None
 
-    def _accept(self, value: Any) -> None:
+    def _answer_calls(
+        self, reader: ReplyReader, reply: Reply, verdict: Verdict, answer: str, given: str
+    ) -> None:
+        """One result per call of ``reply``, in call order: ``answer`` for the final-answer call (an
+        error unless the answer was accepted), "not executed" for the others beside it."""
+        results = [
+            _answered(call, answer, error=not verdict.ok)
+            if call is verdict.call
+            else _answered(call, f"Not executed: the final answer {given}.", error=True)
+            for call in reply.tool_calls
+        ]
+        self._give_results(reader, results)
+
+    def _accept(self, value: Any, *, spoken: bool) -> None:
+        """The answer matched: the turn's output. An answer given as a final-answer call is also said
+        as the assistant's text, so the history ends with the answer, as a client's would."""
         plan = session_plan(self.session)
         text = json.dumps(value, ensure_ascii=False)
+        if spoken:
+            self.conversation.append({"role": "assistant", "content": text})
         self.output = text
         self.answer = OutputReady(value, text)
         self.data = plan.output.instance(value)
