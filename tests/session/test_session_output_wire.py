@@ -28,8 +28,8 @@ ANSWER = {"city": "Vancouver", "temps": [11, 12, 9]}
 def write_agent(folder: Path, server: ScriptedServer) -> Path:
     (folder / "wire_tools.py").write_text(
         "def forecast(city: str) -> str:\n"
-        "    \"\"\"The temperatures of the next days.\"\"\"\n"
-        "    return \"11, 12, 9\"\n",
+        '    """The temperatures of the next days."""\n'
+        '    return "11, 12, 9"\n',
         encoding="utf-8",
     )
     path = folder / "agent.yaml"
