@@ -18,7 +18,7 @@ import difflib
 import functools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +173,8 @@ class OutputSchema:
     where: str = "output:"
     #: What the provider is asked for: strict adherence (None: decided from the schema's shape).
     strict: bool | None = None
+    #: What is derived from the schema once per runtime, not per session (the wire schema).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def named(cls, schema: Mapping[str, Any], name: str | None, **kwargs: Any) -> OutputSchema:

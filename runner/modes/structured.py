@@ -211,9 +211,18 @@ class OutputPlan:
         """Whether the wire schema wraps the answer as ``{"value": ...}`` (its root is not an object)."""
         return not _is_object_schema(self.output.schema)
 
-    @functools.cached_property
+    @property
     def wire_schema(self) -> dict[str, Any]:
-        """The schema as requests carry it: references inlined, cleaned, an object at the root."""
+        """The schema as requests carry it: references inlined, cleaned, an object at the root
+        (made once per ``OutputSchema``: every session of a runtime shares it)."""
+        derived = self.output.derived
+        if "wire" not in derived:
+            derived["wire"] = self._wire()
+            derived["closed"] = _closed(derived["wire"])
+        wire: dict[str, Any] = derived["wire"]
+        return wire
+
+    def _wire(self) -> dict[str, Any]:
         root = inline_refs(self.output.schema)
         if self.wrapped:
             root = {
@@ -227,7 +236,10 @@ class OutputPlan:
     @functools.cached_property
     def strict(self) -> bool:
         """Whether the provider is asked for strict adherence (it refuses strict for open schemas)."""
-        return self.output.strict if self.output.strict is not None else _closed(self.wire_schema)
+        if self.output.strict is not None:
+            return self.output.strict
+        self.wire_schema  # noqa: B018  (computes "closed" with it)
+        return bool(self.output.derived["closed"])
 
     def params(self) -> dict[str, Any]:
         """What a request adds to its parameters (``response_format``), or nothing."""

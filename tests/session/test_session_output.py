@@ -297,3 +297,21 @@ async def test_a_client_schema_applies_to_an_agent_without_output(agent: Agents,
     assert model.requests[0].params["response_format"]["json_schema"]["name"] == "answer"
     repair = [m["content"] for m in run.history if m["role"] == "user"][1]
     assert "'ok' is a required property" in repair
+
+
+async def test_a_reload_that_changes_the_schema_applies_from_the_next_turn(agent: Agents, home: Any) -> None:
+    from runner.agentfile import load_agent
+    from runner.runtime import RuntimeSettings
+    from runner.session import Session, runtime_host
+
+    spec = agent("output: {type: object, required: [a]}\n")
+    model = ScriptedModel([text('{"a": 1}'), text('{"a": 1}'), text('{"b": 2}')])
+    host = runtime_host(spec, RuntimeSettings(home=home), model=model)
+    async with await Session.open(host) as session:
+        assert (await session.run(["first"])).data == {"a": 1}
+        spec.path.write_text(spec.path.read_text().replace("required: [a]", "required: [b]"))
+        await session.reload(load_agent(spec.path, env={}))
+        result = await session.run(["second"])
+    assert result.data == {"b": 2}  # {"a": 1} no longer matches: sent back, and the model answers anew
+    assert "'b' is a required property" in model.requests[-1].messages[-1]["content"]
+    await host.aclose()
