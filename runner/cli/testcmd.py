@@ -99,7 +99,9 @@ def structured_answer(config: AgentConfig, result: RunResult) -> Structured:
     if turn is not None and turn.structured:
         return Structured(turn.value)
     ended = f"the turn ended ({turn.reason})" if turn is not None else "no turn ran"
-    return Structured(missing=f"no structured output: {ended} without an answer that matches {config.output.where}")
+    return Structured(
+        missing=f"no structured output: {ended} without an answer that matches {config.output.where}"
+    )
 
 
 async def run_case(
