@@ -253,3 +253,20 @@ def test_validate_accepts_good_structured_expectations(cli: Invoke, tmp_path: Pa
     )
     result = cli("validate", str(agent))
     assert result.exit_code == 0, result.output
+
+
+def test_an_answer_that_never_matches_output_fails_the_case_and_keeps_no_cassette(
+    cli: Invoke, tmp_path: Path
+) -> None:
+    agent = write_agent(tmp_path / "a", limits="limits:\n  output_retries: 1\n")
+    prose = [SCRIPT[0], {"content": "It is 11 °C."}, {"content": '{"city": "Vancouver"}'}]
+    with ScriptedServer(prose) as server:
+        result = cli("test", str(agent), "--update", env={"W_BASE": server.base_url})
+    assert result.exit_code == 1
+    problems = [line.strip() for line in result.stdout.splitlines() if line.startswith("  ")]
+    assert problems[0].startswith(
+        "the answer did not match output: after 2 tries: at $: 'temps' is a required"
+    )
+    assert problems[-1] == "the recording failed, so no cassette was written"
+    assert len(server.requests) == 3  # the tool call, the prose, the one repair
+    assert not (agent.parent / "cassettes" / "v.jsonl").exists()
