@@ -25,7 +25,7 @@ from runner.agentfile.validate import suggest
 from runner.agentfile.yamlsrc import Document, NodeInfo, PathKey, error_at, format_path
 from runner.errors import ConfigError, ConfigErrors
 
-__all__ = ["SELECTOR_NAMES", "semantic_errors"]
+__all__ = ["SELECTOR_NAMES", "output_json_path_problem", "semantic_errors"]
 
 #: What the prompt mode's selector template sees besides the usual names (runner.modes.prompt).
 SELECTOR_NAMES = frozenset({"tools_json", "history"})
@@ -91,6 +91,9 @@ class _Checker:
             self.source(self.at("tools", i), entry)
         if self.body.get("output") is not None and self.sound(self.at("output")):
             self.output(self.at("output"), self.body["output"])
+        for i, case in _entries(self.body.get("tests")):
+            if isinstance(case.get("expect"), dict) and self.sound(self.at("tests", i, "expect")):
+                self.expect(self.at("tests", i, "expect"), case["expect"])
         for event, chain in _items(self.body.get("hooks")):
             if str(event).startswith("x-"):
                 continue
@@ -266,6 +269,18 @@ class _Checker:
                 error_at(message, info, where) if info else ConfigError(message, file=str(file))
             )
 
+    def expect(self, path: PathKey, expect: dict[str, Any]) -> None:
+        """A test's ``output_schema`` is a usable JSON Schema; its ``output_json`` paths are well formed."""
+        from runner.agentfile import output
+
+        if isinstance(expect.get("output_schema"), dict):
+            for where, message in output.schema_problems(expect["output_schema"]):
+                self.fail(message, self.nearest((*path, "output_schema", *where)))
+        for key in _items(expect.get("output_json")):
+            problem = output_json_path_problem(str(key[0]))
+            if problem:
+                self.fail(problem, (*path, "output_json", key[0]))
+
     def nearest(self, path: PathKey) -> PathKey:
         """``path``, or its closest ancestor that the source map knows (to locate an error)."""
         for end in range(len(path), 0, -1):
@@ -281,6 +296,23 @@ class _Checker:
             return
         if ":" in target and not callable(obj):
             self.fail(f"'{target}' is not a function", path)
+
+
+def output_json_path_problem(path: str) -> str | None:
+    """What is wrong with a path of ``expect.output_json`` (keys separated by dots, list items by
+    their index: ``temps.0``), or None."""
+    if not path:
+        return "an empty output_json path: name a key of the output (temps.0 for a list item)"
+    if "[" in path or "]" in path or path.startswith("$"):
+        what = "is not in dotted form: keys are separated by dots, list items named by their index"
+        fixed = re.sub(r"\[\s*['\"]?([^'\"\]]*)['\"]?\s*\]", r".\1", path)
+        fixed = re.sub(r"^\$\.?", "", fixed)
+    elif "" in path.split("."):
+        what, fixed = "has an empty part: keys are separated by single dots", path
+    else:
+        return None
+    fixed = ".".join(part for part in fixed.split(".") if part)
+    return f"output_json path {path!r} {what}" + (f" (did you mean {fixed!r}?)" if fixed else "")
 
 
 def semantic_errors(

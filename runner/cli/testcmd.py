@@ -3,8 +3,10 @@
 A case runs its input with ``Session.run``, as ``runner run -p`` would (turns that hooks queue run
 too), with the model answered by its cassette (strict: a changed request fails with a diff); tools
 run for real. Then ``expect`` is checked: ``output_contains``,
-``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``. ``--update``
-records the cassettes again against the live model.
+``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``, and on the
+structured answer (``output:``; without it, the answer text parsed as JSON) ``output_schema`` and
+``output_json`` (``runner.testing.expect``). ``--update`` records the cassettes again against the
+live model.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,10 +27,14 @@ from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent
+from runner.testing.expect import Structured, structured_problems
 from runner.text import counted
 from runner.tools.bounded import run_to_end
 
-__all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests"]
+if TYPE_CHECKING:
+    from runner.session import RunResult
+
+__all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests", "structured_answer"]
 
 
 @dataclass
@@ -44,8 +51,16 @@ class CaseOutcome:
         return not self.failures
 
 
-def check_expectations(case: TestCaseConfig, output: str, tools: list[str], steps: int) -> list[str]:
-    """The ways the run missed ``case.expect`` (empty when it met them all)."""
+def check_expectations(
+    case: TestCaseConfig,
+    output: str,
+    tools: list[str],
+    steps: int,
+    *,
+    structured: Structured | None = None,
+) -> list[str]:
+    """The ways the run missed ``case.expect`` (empty when it met them all); ``structured`` is the
+    answer ``output_schema`` and ``output_json`` check (None: ``output`` parsed as JSON)."""
     expect = case.expect
     problems = []
     for text in expect.output_contains:
@@ -69,7 +84,24 @@ def check_expectations(case: TestCaseConfig, output: str, tools: list[str], step
                 problems.append(f"tools not called: {missing} (called: {tools})")
     if expect.max_steps is not None and steps > expect.max_steps:
         problems.append(f"took {counted(steps, 'step')} (expected at most {expect.max_steps})")
+    if expect.output_schema is not None or expect.output_json:
+        answer = structured if structured is not None else Structured.from_text(output)
+        problems.extend(structured_problems(answer, schema=expect.output_schema, values=expect.output_json))
     return problems
+
+
+def structured_answer(config: AgentConfig, result: RunResult) -> Structured:
+    """The answer a case's structured checks read: the last turn's value under ``output:``, else
+    the answer text parsed as JSON."""
+    if config.output is None:
+        return Structured.from_text(result.output)
+    turn = result.turns[-1] if result.turns else None
+    if turn is not None and turn.structured:
+        return Structured(turn.value)
+    ended = f"the turn ended ({turn.reason})" if turn is not None else "no turn ran"
+    return Structured(
+        missing=f"no structured output: {ended} without an answer that matches {config.output.where}"
+    )
 
 
 async def run_case(
@@ -117,7 +149,11 @@ async def run_case(
         result = None
     outcome.seconds = time.perf_counter() - start
     if result is not None:
-        outcome.failures.extend(check_expectations(case, result.output, tools, result.steps))
+        outcome.failures.extend(
+            check_expectations(
+                case, result.output, tools, result.steps, structured=structured_answer(config, result)
+            )
+        )
     if update:
         _keep_recording(recording, case.cassette, outcome)
     return outcome
