@@ -36,15 +36,18 @@ if TYPE_CHECKING:
         Interrupted,
         LimitReached,
         ModelError,
+        OutputError,
         RunnerError,
         ToolError,
     )
     from runner.runtime import AgentRuntime, RuntimeHost, RuntimeSettings
     from runner.session import RunOptions, RunResult, Session, TurnResult, open_runtime
     from runner.session.events import (
+        AnswerDraft,
         AssistantMessage,
         LoopEvent,
         Note,
+        OutputReady,
         ReasoningChunk,
         StepStarted,
         TextChunk,
@@ -69,9 +72,11 @@ _EXPORTS = {
     "TurnResult": "runner.session",
     **dict.fromkeys(
         (
+            "AnswerDraft",
             "AssistantMessage",
             "LoopEvent",
             "Note",
+            "OutputReady",
             "ReasoningChunk",
             "StepStarted",
             "TextChunk",
@@ -89,6 +94,7 @@ _EXPORTS = {
             "Interrupted",
             "LimitReached",
             "ModelError",
+            "OutputError",
             "RunnerError",
             "ToolError",
         ),
@@ -100,6 +106,7 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AgentRuntime",
+    "AnswerDraft",
     "AssistantMessage",
     "ConfigError",
     "ConfigErrors",
@@ -108,6 +115,8 @@ __all__ = [
     "LoopEvent",
     "ModelError",
     "Note",
+    "OutputError",
+    "OutputReady",
     "ReasoningChunk",
     "RunOptions",
     "RunResult",
