@@ -35,7 +35,7 @@ from typing import Any, Literal
 from runner.agentfile.output import OutputSchema
 from runner.models.base import Model, Reply, ToolCall
 from runner.modes.jsontext import FENCE, load_json
-from runner.text import counted, one_line
+from runner.text import counted
 from runner.tools.schema import clean_schema, inline_refs
 
 __all__ = [
@@ -305,7 +305,7 @@ class OutputPlan:
                 return Verdict(
                     problems=(f"the arguments of {self.tool_name} are not JSON: {why}",), call=call
                 )
-            return self.check(self._unwrap(value, from_tool=True), call)
+            return self.check(self._unwrap(value), call)
         if reply.tool_calls:
             return None
         text = reply.content or ""
@@ -314,9 +314,9 @@ class OutputPlan:
             if self.output.schema.get("type") == "string" and text.strip() and len(text) <= MAX_ANSWER_CHARS:
                 return self.check(text.strip())  # a string answer may be written as plain text
             return Verdict(problems=(why,))
-        return self.check(self._unwrap(value, from_tool=False))
+        return self.check(self._unwrap(value))
 
-    def _unwrap(self, value: Any, *, from_tool: bool) -> Any:
+    def _unwrap(self, value: Any) -> Any:
         if self.wrapped and isinstance(value, dict) and set(value) == {"value"}:
             return value["value"]
         return value
@@ -384,8 +384,3 @@ def plan_output(
         hint = getattr(model, "structured_output", None)
         strategy = hint if hint in STRATEGIES else "response_format"
     return OutputPlan(output, strategy, _free_name(tool_names))
-
-
-def shown(value: Any) -> str:
-    """An answer's value in one short line (for notes)."""
-    return one_line(json.dumps(value, ensure_ascii=False, default=str), 120)
