@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -46,6 +48,8 @@ MAX_SCHEMA_BYTES = 1_000_000
 MAX_PROBLEMS = 5
 #: How long one problem's message may be (the validator quotes the value, which may be huge).
 MAX_PROBLEM_CHARS = 240
+#: How many of the validator's errors are read at all (the first ones; the count past it is "more").
+MAX_ERRORS_READ = 50
 _JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -88,6 +92,8 @@ def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
         raise ConfigError(
             f"output schema file {shown} is too large (the limit is {MAX_SCHEMA_BYTES:,} bytes)", file=name
         )
+    if b"\x00" in raw:
+        raise ConfigError(f"output schema file {shown} is a binary file, not JSON or YAML", file=name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -128,13 +134,47 @@ def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:
 
 
 def _meta_message(error: Any) -> str:
-    """The meta-schema's complaint, said plainly where it can be (an unknown type name)."""
+    """The meta-schema's complaint, said plainly where it can be (an unknown type name, a value of the
+    wrong type written as JSON: ``required: yes`` is "expected an array, got true", not "True")."""
     if error.path and error.path[-1] == "type" and isinstance(error.instance, str):
         close = difflib.get_close_matches(error.instance, _JSON_TYPES, n=1)
         return f"unknown type '{one_line(error.instance, 40)}'" + (
             f" (did you mean '{close[0]}'?)" if close else f" (one of {', '.join(_JSON_TYPES)})"
         )
-    return one_line(error.message, MAX_PROBLEM_CHARS)
+    if error.validator == "type":
+        expected = error.validator_value
+        names = [expected] if isinstance(expected, str) else list(expected)
+        return f"expected {' or '.join(map(str, names))}, got {_glimpse(error.instance)}"
+    return _clip(error)
+
+
+def _glimpse(value: Any) -> str:
+    """``value`` in a few words, as JSON (a long string or a big container is described, not quoted)."""
+    if isinstance(value, str) and len(value) > 60:
+        return f"a string of {len(value):,} characters ({json.dumps(value[:20], ensure_ascii=False)[:-1]}...)"
+    if isinstance(value, list) and len(value) > 5:
+        return f"an array of {len(value):,} items"
+    if isinstance(value, dict) and len(value) > 5:
+        return f"an object with {len(value):,} keys"
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        text = type(value).__name__
+    return one_line(text, 80)
+
+
+def _clip(error: Any) -> str:
+    """A validator's message, one line: a long value it quotes (``repr``) is replaced by a glimpse of it,
+    so that the reason after it (``is not of type 'number'``) survives the cut."""
+    message = str(error.message)
+    if isinstance(error.instance, (str, list, dict)):
+        try:
+            quoted = repr(error.instance)
+        except RecursionError:
+            quoted = ""
+        if len(quoted) > 80 and quoted in message:
+            message = message.replace(quoted, _glimpse(error.instance))
+    return one_line(message, MAX_PROBLEM_CHARS)
 
 
 def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
@@ -155,10 +195,6 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
         if problem:
             problems.append(((*where, "$ref"), problem))
     return problems
-
-
-def _clip(text: str) -> str:
-    return one_line(text, MAX_PROBLEM_CHARS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,15 +227,18 @@ class OutputSchema:
     def problems(self, value: Any) -> list[str]:
         """Why ``value`` does not match (at most ``MAX_PROBLEMS``, "at $.path: reason"); [] if it does."""
         try:
-            errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+            # the first errors only: an answer of a million wrong items makes a million errors
+            found = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS_READ))
         except RecursionError:
             return ["the answer is nested too deeply to check"]
-        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e.message)}" for e in errors]
+        errors = sorted(found, key=lambda e: [str(p) for p in e.path])
+        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
         if not problems and self.model is not None:
             problems = self._model_problems(value)
         if len(problems) > MAX_PROBLEMS:
             more = len(problems) - MAX_PROBLEMS
-            problems = [*problems[:MAX_PROBLEMS], f"and {more} more"]
+            counted_all = len(found) < MAX_ERRORS_READ
+            problems = [*problems[:MAX_PROBLEMS], f"and {more} more" if counted_all else "and more"]
         return problems
 
     def _model_problems(self, value: Any) -> list[str]:
@@ -209,7 +248,10 @@ class OutputSchema:
         try:
             self.model.model_validate(value)
         except pydantic.ValidationError as exc:
-            return [f"at {json_path(tuple(e['loc']))}: {_clip(e['msg'])}" for e in exc.errors()]
+            return [
+                f"at {json_path(tuple(e['loc']))}: {one_line(e['msg'], MAX_PROBLEM_CHARS)}"
+                for e in exc.errors()[:MAX_ERRORS_READ]
+            ]
         return []
 
     def instance(self, value: Any) -> Any:
