@@ -97,8 +97,13 @@ def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ConfigError(
-            f"output schema file {shown} is not UTF-8 text (byte {exc.start})", file=name
+            f"output schema file {shown} is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+            file=name,
+            line=line,
+            column=column,
         ) from None
     return parse_data(text, name)
 
