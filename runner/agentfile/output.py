@@ -146,6 +146,11 @@ def _meta_message(error: Any) -> str:
         return f"unknown type '{one_line(error.instance, 40)}'" + (
             f" (did you mean '{close[0]}'?)" if close else f" (one of {', '.join(_JSON_TYPES)})"
         )
+    if error.validator == "format" and error.validator_value == "regex":
+        try:
+            re.compile(error.instance)
+        except (re.error, TypeError) as exc:
+            return f"{_glimpse(error.instance)} is not a valid regular expression ({exc})"
     if error.validator == "type":
         expected = error.validator_value
         names = [expected] if isinstance(expected, str) else list(expected)
@@ -192,7 +197,9 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     problems: list[tuple[PathKey, str]] = []
-    meta = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.path])
+    # with formats checked: a `pattern` that is no regular expression would fail every answer's check
+    checker = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    meta = sorted(checker.iter_errors(schema), key=lambda e: [str(p) for p in e.path])
     for error in meta[:MAX_PROBLEMS]:
         problems.append((tuple(error.path), f"not a valid JSON Schema: {_meta_message(error)}"))
     for where, ref in sorted(_refs(schema), key=lambda item: [str(p) for p in item[0]]):
@@ -236,6 +243,8 @@ class OutputSchema:
             found = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS_READ))
         except RecursionError:
             return ["the answer is nested too deeply to check"]
+        except re.error as exc:  # a schema that skipped ``runner validate`` (a client's, a built one)
+            return [f"the schema cannot be used: a pattern is not a regular expression ({exc})"]
         errors = sorted(found, key=lambda e: [str(p) for p in e.path])
         problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
         if not problems and self.model is not None:

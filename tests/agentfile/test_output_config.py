@@ -96,18 +96,38 @@ def test_an_unknown_type_in_an_inline_schema_is_located_with_a_suggestion() -> N
 def test_a_keyword_with_a_wrong_value_is_located_and_shown_as_json() -> None:
     # `required: yes` is YAML's true: the message says so in JSON's words, not Python's (True)
     file = agent("a", "\n  type: object\n  properties:\n    city: {type: string}\n  required: yes\n")
-    assert errors_of(file) == ["a.yaml:8:13: output.required: not a valid JSON Schema: expected array, got true"]
+    assert errors_of(file) == [
+        "a.yaml:8:13: output.required: not a valid JSON Schema: expected array, got true"
+    ]
 
 
 def test_a_ref_that_does_not_resolve_suggests_the_def_it_meant() -> None:
     file = agent(
         "a",
-        '\n  type: object\n  properties:\n    city: {$ref: "#/$defs/Cty"}\n  $defs:\n    City: {type: string}\n',
+        '\n  type: object\n  properties:\n    city: {$ref: "#/$defs/Cty"}\n'
+        "  $defs:\n    City: {type: string}\n",
     )
     assert errors_of(file) == [
         "a.yaml:7:18: output.properties.city.$ref: $ref '#/$defs/Cty' does not resolve: the schema has "
         "nothing at /$defs/Cty (did you mean '#/$defs/City'?)"
     ]
+
+
+def test_a_pattern_that_is_no_regular_expression_is_located() -> None:
+    # unchecked, it would pass validate and make every answer's check raise re.error
+    file = agent("a", '\n  type: object\n  properties:\n    city: {type: string, pattern: "[A-Z"}\n')
+    assert errors_of(file) == [
+        'a.yaml:7:35: output.properties.city.pattern: not a valid JSON Schema: "[A-Z" is not a valid '
+        "regular expression (unterminated character set at position 0)"
+    ]
+
+
+def test_a_schema_with_a_broken_pattern_that_skipped_validate_fails_answers_with_a_message() -> None:
+    from runner.agentfile.output import OutputSchema
+
+    schema = OutputSchema({"type": "object", "properties": {"a": {"type": "string", "pattern": "(x"}}})
+    (problem,) = schema.problems({"a": "x"})
+    assert problem.startswith("the schema cannot be used: a pattern is not a regular expression")
 
 
 @pytest.mark.parametrize("ref", ["other.json#/City", "https://example.com/city.json"])
@@ -155,7 +175,8 @@ def test_an_invalid_schema_file_is_located_in_that_file(
 
 def test_a_ref_in_a_schema_file_that_does_not_resolve_is_located_there() -> None:
     Path("s.yaml").write_text(
-        "type: object\nproperties:\n  a: {$ref: '#/$defs/Aa'}\n$defs:\n  A: {type: string}\n", encoding="utf-8"
+        "type: object\nproperties:\n  a: {$ref: '#/$defs/Aa'}\n$defs:\n  A: {type: string}\n",
+        encoding="utf-8",
     )
     assert errors_of(agent("a", "{file: s.yaml}")) == [
         "s.yaml:3:13: properties.a.$ref: $ref '#/$defs/Aa' does not resolve: the schema has nothing at "
@@ -173,9 +194,17 @@ def _write(name: str, content: bytes | None) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("gone.json", "missing", "output schema file not found: gone.json (hint: looked for {tmp}/gone.json)"),
+        (
+            "gone.json",
+            "missing",
+            "output schema file not found: gone.json (hint: looked for {tmp}/gone.json)",
+        ),
         ("folder", None, "output schema file folder is a directory"),
-        ("s.json", b'{"type": "object"\x00\x01\x02}', "output schema file s.json is a binary file, not JSON or YAML"),
+        (
+            "s.json",
+            b'{"type": "object"\x00\x01\x02}',
+            "output schema file s.json is a binary file, not JSON or YAML",
+        ),
         (
             "s.json",
             b'{"description": "' + b"x" * 1_000_001 + b'"}',
@@ -186,10 +215,10 @@ def _write(name: str, content: bytes | None) -> None:
     ids=["missing", "directory", "binary", "too-large", "empty"],
 )
 def test_a_schema_file_that_cannot_be_read_is_located_at_output_file(
-    tmp_path: Path, name: str, content: bytes | None, message: str
+    tmp_path: Path, name: str, content: bytes | str | None, message: str
 ) -> None:
-    if content != "missing":
-        _write(name, content)  # type: ignore[arg-type]
+    if not isinstance(content, str):  # "missing": nothing is written
+        _write(name, content)
     expected = message.format(tmp=tmp_path.resolve())
     assert errors_of(agent("a", f"{{file: {name}}}")) == [f"a.yaml:4:16: output.file: {expected}"]
 
@@ -300,7 +329,9 @@ def test_a_schema_file_named_in_a_base_resolves_relative_to_the_base(tmp_path: P
     # a broken schema in the base is reported in the base's schema file, also through the child
     (tmp_path / "base" / "schemas" / "forecast.json").write_text('{"type": "objct"}', encoding="utf-8")
     (line,) = errors_of("child.yaml")
-    assert line.startswith("base/schemas/forecast.json:1:10: type: not a valid JSON Schema: unknown type 'objct'")
+    assert line.startswith(
+        "base/schemas/forecast.json:1:10: type: not a valid JSON Schema: unknown type 'objct'"
+    )
 
 
 def test_team_members_output_is_checked_and_rendered() -> None:
@@ -328,9 +359,7 @@ def test_team_members_output_is_checked_and_rendered() -> None:
 
 
 def test_render_on_the_fast_path_asks_with_response_format() -> None:
-    file = agent(
-        "a", json.dumps(SCHEMA), model="{id: openai/scripted, api_base: 'http://127.0.0.1:9/v1'}"
-    )
+    file = agent("a", json.dumps(SCHEMA), model="{id: openai/scripted, api_base: 'http://127.0.0.1:9/v1'}")
     rendered = render_json(file)
     assert rendered["output"]["strategy"] == "response_format"
     assert rendered["params"]["response_format"] == {
@@ -347,7 +376,9 @@ def test_render_on_the_fast_path_asks_with_response_format() -> None:
 def test_render_for_a_provider_that_cannot_combine_tools_and_a_schema_shows_the_final_answer_tool() -> None:
     # litellm's data lists anthropic/claude-sonnet-4-5 with function calling; Anthropic takes no
     # response_format beside tools, so the answer is a final_answer call
-    file = agent("a", json.dumps(SCHEMA), model="anthropic/claude-sonnet-4-5", extra="prompts: {system: Hi.}\n")
+    file = agent(
+        "a", json.dumps(SCHEMA), model="anthropic/claude-sonnet-4-5", extra="prompts: {system: Hi.}\n"
+    )
     rendered = render_json(file)
     assert rendered["mode"] == "native" and rendered["output"]["strategy"] == "tool"
     assert "response_format" not in rendered["params"]
