@@ -187,16 +187,51 @@ def _clip(error: Any) -> str:
     return one_line(message, MAX_PROBLEM_CHARS)
 
 
+def _dialect(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The validator class of the draft ``$schema`` names (2020-12 without one), and what is wrong
+    with ``$schema`` if anything (then 2020-12 is used)."""
+    import jsonschema
+
+    default = jsonschema.Draft202012Validator
+    declared = schema.get("$schema")
+    if declared is None:
+        return default, None
+    if not isinstance(declared, str):  # jsonschema itself would raise on it (it hashes and parses it)
+        return default, f"$schema must be the URI of a JSON Schema draft, not {_glimpse(declared)}"
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=None)
+    except (ValueError, TypeError):
+        cls = None
+    if cls is not None:
+        return cls, None
+    known = [
+        str(v.META_SCHEMA.get("$id") or v.META_SCHEMA.get("id") or "")
+        for v in (
+            jsonschema.Draft202012Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft4Validator,
+        )
+    ]
+    close = difflib.get_close_matches(declared, known, n=1)
+    return default, f"unknown $schema '{one_line(declared, 80)}'" + (
+        f" (did you mean '{close[0]}'?)" if close else f" (one of: {', '.join(known)})"
+    )
+
+
 def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
     """Why ``schema`` cannot be used as an output schema: (path inside it, message) pairs."""
     if not isinstance(schema, Mapping):
         return [
             ((), f"an output schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
         ]
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls, dialect_problem = _dialect(schema)
     problems: list[tuple[PathKey, str]] = []
+    if dialect_problem is not None:
+        problems.append((("$schema",), dialect_problem))
+        # the default draft's meta-schema would refuse the non-string `$schema` again
+        schema = {key: value for key, value in schema.items() if key != "$schema"}
     # with formats checked: a `pattern` that is no regular expression would fail every answer's check
     checker = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
     meta = sorted(checker.iter_errors(schema), key=lambda e: [str(p) for p in e.path])
@@ -231,9 +266,7 @@ class OutputSchema:
 
     @functools.cached_property
     def _validator(self) -> Any:
-        import jsonschema
-
-        cls = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
+        cls, _ = _dialect(self.schema)
         return cls(self.schema, format_checker=cls.FORMAT_CHECKER)
 
     def problems(self, value: Any) -> list[str]:

@@ -122,6 +122,23 @@ def test_a_pattern_that_is_no_regular_expression_is_located() -> None:
     ]
 
 
+def test_an_unknown_schema_dialect_is_named_with_a_suggestion() -> None:
+    file = agent("a", '{$schema: "https://json-schema.org/draft/2020-12/schem", type: object}')
+    assert errors_of(file) == [
+        "a.yaml:4:19: output.$schema: unknown $schema 'https://json-schema.org/draft/2020-12/schem' "
+        "(did you mean 'https://json-schema.org/draft/2020-12/schema'?)"
+    ]
+
+
+@pytest.mark.parametrize(("value", "shown"), [("5", "5"), ("[a]", '["a"]')])
+def test_a_schema_dialect_that_is_not_a_string_is_an_error_not_a_crash(value: str, shown: str) -> None:
+    # jsonschema itself raises on it (AttributeError, TypeError): validate said "internal error"
+    file = agent("a", f"{{$schema: {value}, type: object}}")
+    assert errors_of(file) == [
+        f"a.yaml:4:19: output.$schema: $schema must be the URI of a JSON Schema draft, not {shown}"
+    ]
+
+
 def test_a_schema_with_a_broken_pattern_that_skipped_validate_fails_answers_with_a_message() -> None:
     from runner.agentfile.output import OutputSchema
 
