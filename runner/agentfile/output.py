@@ -52,6 +52,12 @@ MAX_PROBLEM_CHARS = 240
 MAX_ERRORS_READ = 50
 _JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
+#: Keywords whose values are data, not schemas: a ``$ref`` key inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: Keywords whose values map names to schemas.
+_NAMED_SCHEMAS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 
 
 def json_path(path: Iterator[str | int] | tuple[str | int, ...] | list[str | int]) -> str:
@@ -109,17 +115,24 @@ def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
 
 
 def _refs(node: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
-    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion)."""
-    stack: list[tuple[Any, PathKey]] = [(node, path)]
+    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion).
+
+    The values of ``_DATA_KEYWORDS`` are data and skipped, but not a property that has such a name
+    (the values of ``properties``, ``$defs``... are all schemas)."""
+    stack: list[tuple[Any, PathKey, bool]] = [(node, path, False)]
     while stack:
-        item, where = stack.pop()
+        item, where, named = stack.pop()
         if isinstance(item, Mapping):
             ref = item.get("$ref")
-            if isinstance(ref, str):
+            if isinstance(ref, str) and not named:
                 yield where, ref
-            stack.extend((value, (*where, key)) for key, value in item.items() if key != "enum")
+            stack.extend(
+                (value, (*where, key), not named and key in _NAMED_SCHEMAS)
+                for key, value in item.items()
+                if named or key not in _DATA_KEYWORDS
+            )
         elif isinstance(item, list):
-            stack.extend((value, (*where, index)) for index, value in enumerate(item))
+            stack.extend((value, (*where, index), False) for index, value in enumerate(item))
 
 
 def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:

@@ -147,6 +147,19 @@ def test_a_schema_with_a_broken_pattern_that_skipped_validate_fails_answers_with
     assert problem.startswith("the schema cannot be used: a pattern is not a regular expression")
 
 
+def test_refs_are_looked_for_in_schemas_not_in_data_but_in_properties_of_any_name() -> None:
+    file = agent(
+        "a",
+        "\n  type: object\n  default: {$ref: not-a-reference}\n  examples: [{$ref: nor-this}]\n"
+        "  properties:\n    default: {$ref: '#/$defs/Nope'}\n    enum: {$ref: '#/$defs/A'}\n"
+        "  $defs:\n    A: {type: string}\n",
+    )
+    assert errors_of(file) == [
+        "a.yaml:9:21: output.properties.default.$ref: $ref '#/$defs/Nope' does not resolve: the schema "
+        "has nothing at /$defs/Nope (did you mean '#/$defs/A'?)"
+    ]
+
+
 @pytest.mark.parametrize("ref", ["other.json#/City", "https://example.com/city.json"])
 def test_a_ref_to_another_file_or_a_url_is_refused(ref: str) -> None:
     file = agent("a", f'\n  type: object\n  properties:\n    city: {{$ref: "{ref}"}}\n')
