@@ -286,3 +286,26 @@ def test_a_model_that_does_not_import_stops_the_run_before_any_request(
         "a/agent.yaml:12:18: output.python: importing 'types_mod' failed: ValueError: half-written"
     )
     assert "Traceback" not in result.stderr and result.stdout == "" and server.requests == []
+
+
+def test_json_mode_ends_a_failed_answer_with_an_error_record_and_no_output(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"content": "Sunny."}], repeat=True)
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "Weather?", "--json")
+    assert result.returncode == 1, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]  # every line is JSON
+    assert [r for r in records if r["type"] == "output"] == []
+    (error,) = [r for r in records if r["type"] == "error"]
+    (path,) = cli.transcripts()
+    assert error["session_id"] == path.stem and "the answer holds no JSON object or array" in error["message"]
+
+
+def test_each_prompt_prints_its_own_object_on_its_own_line(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    second = {"city": "Paris", "temp": 8}
+    server = serve([{"content": json.dumps(ANSWER)}, {"content": f"```json\n{json.dumps(second)}\n```"}])
+    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
+    result = cli("run", str(agent), "-p", "Vancouver?", "-p", "Paris?")
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [ANSWER, second]
