@@ -14,11 +14,13 @@ or URLs would make validation depend on the network or on files the agent does n
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import itertools
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,7 +332,9 @@ def load_model(target: str, base_dir: Path, *, reload: bool = False) -> Any:
 
     ``reload`` imports its module again (a hot reload: an edited model takes effect)."""
     module_name, _, attribute = target.partition(":")
-    module = import_module(module_name, base_dir, reload=reload)
+    # what the module prints as it loads goes to stderr: stdout carries the answer (or JSON lines)
+    with contextlib.redirect_stdout(sys.stderr):
+        module = import_module(module_name, base_dir, reload=reload)
     if not hasattr(module, attribute):
         classes = [n for n in dir(module) if not n.startswith("_") and _is_model(getattr(module, n))]
         close = difflib.get_close_matches(attribute, classes, n=1)

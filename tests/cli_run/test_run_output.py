@@ -309,3 +309,23 @@ def test_each_prompt_prints_its_own_object_on_its_own_line(cli: Cli, serve: Any,
     result = cli("run", str(agent), "-p", "Vancouver?", "-p", "Paris?")
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [ANSWER, second]
+
+
+def test_a_pydantic_model_that_prints_as_it_loads_leaves_stdout_to_the_object(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve([{"content": json.dumps(ANSWER)}])
+    body = agent_yaml(server.base_url).replace(
+        f"output: {json.dumps(SCHEMA)}", "output: {python: noisy_types:Forecast}"
+    )
+    agent = write_agent(tmp_path / "a", body, tools=TOOLS)
+    (tmp_path / "a" / "noisy_types.py").write_text(
+        "import pydantic\nprint('loading the forecast types')\n\n\n"
+        "class Forecast(pydantic.BaseModel):\n    city: str\n    temp: float\n"
+    )
+    result = cli("run", str(agent), "-p", "Weather?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"city":"Vancouver","temp":11.5}\n'
+    assert "loading the forecast types" in result.stderr
+    schema = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["city", "temp"] and set(schema["properties"]) == {"city", "temp"}
