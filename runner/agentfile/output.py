@@ -29,7 +29,7 @@ from typing import Any
 from runner.agentfile.config import OutputConfig
 from runner.agentfile.imports import import_module
 from runner.agentfile.validate import resolve_pointer
-from runner.agentfile.yamlsrc import PathKey, SourceMap, parse_data
+from runner.agentfile.yamlsrc import PathKey, SourceMap, format_path, parse_data
 from runner.errors import ConfigError
 from runner.text import one_line
 
@@ -293,6 +293,10 @@ class OutputSchema:
             return ["the answer is nested too deeply to check"]
         except re.error as exc:  # a schema that skipped ``runner validate`` (a client's, a built one)
             return [f"the schema cannot be used: a pattern is not a regular expression ({exc})"]
+        except Exception as exc:  # the same: an unknown type, a reference jsonschema cannot follow
+            if not _is_schema_error(exc):
+                raise
+            return [f"the schema cannot be used: {type(exc).__name__}: {one_line(str(exc), 200)}"]
         errors = sorted(found, key=lambda e: [str(p) for p in e.path])
         problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
         if not problems and self.model is not None:
@@ -319,6 +323,11 @@ class OutputSchema:
     def instance(self, value: Any) -> Any:
         """``value`` as Python callers get it: a pydantic instance for a model, else the value itself."""
         return self.model.model_validate(value) if self.model is not None else value
+
+
+def _is_schema_error(exc: Exception) -> bool:
+    """Whether jsonschema (or referencing, under it) raised because the schema itself is broken."""
+    return type(exc).__module__.split(".")[0] in ("jsonschema", "referencing")
 
 
 def _is_model(obj: Any) -> bool:
@@ -363,6 +372,11 @@ def load_output(config: OutputConfig, *, name: str | None = None, reload: bool =
                 f"the JSON Schema of {config.python} cannot be made: "
                 f"{type(exc).__name__}: {one_line(str(exc), 200)}"
             ) from None
+        problems = schema_problems(schema)  # json_schema_extra and custom types can make any schema
+        if problems:
+            where, message = problems[0]
+            at = f" at {format_path(where)}" if where else ""
+            raise ConfigError(f"the JSON Schema of {config.python} is not usable{at}: {message}")
         return OutputSchema.named(schema, model.__name__, model=model, where=config.where)
     assert config.schema is not None
     title = config.schema.get("title")

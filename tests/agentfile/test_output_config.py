@@ -49,6 +49,11 @@ class Plain:
 class Opaque(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
     convert: Callable[[int], int]
+
+
+class Warped(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(json_schema_extra={"properties": {"city": {"type": "strin"}}})
+    city: str
 '''
 
 
@@ -139,12 +144,16 @@ def test_a_schema_dialect_that_is_not_a_string_is_an_error_not_a_crash(value: st
     ]
 
 
-def test_a_schema_with_a_broken_pattern_that_skipped_validate_fails_answers_with_a_message() -> None:
+def test_a_broken_schema_that_skipped_validate_fails_answers_with_a_message() -> None:
     from runner.agentfile.output import OutputSchema
 
     schema = OutputSchema({"type": "object", "properties": {"a": {"type": "string", "pattern": "(x"}}})
     (problem,) = schema.problems({"a": "x"})
     assert problem.startswith("the schema cannot be used: a pattern is not a regular expression")
+    unknown_type = OutputSchema({"type": "object", "properties": {"a": {"type": "strin"}}})
+    assert unknown_type.problems({"a": "x"})[0].startswith("the schema cannot be used: UnknownType")
+    dangling = OutputSchema({"properties": {"a": {"$ref": "#/$defs/Nope"}}})
+    assert dangling.problems({"a": "x"})[0].startswith("the schema cannot be used: ")
 
 
 def test_refs_are_looked_for_in_schemas_not_in_data_but_in_properties_of_any_name() -> None:
@@ -294,8 +303,22 @@ def models(tmp_path: Path) -> str:
         ("{m}:forecast", "'{m}:forecast' is not a pydantic model (it is a function) (hint: name a class"),
         ("{m}:Plain", "'{m}:Plain' is not a pydantic model (it is a class) (hint: name a class"),
         ("{m}:Opaque", "the JSON Schema of {m}:Opaque cannot be made: PydanticInvalidForJsonSchema: "),
+        # unchecked, every answer's check raised jsonschema's UnknownType
+        (
+            "{m}:Warped",
+            "the JSON Schema of {m}:Warped is not usable at properties.city.type: not a valid JSON "
+            "Schema: unknown type 'strin' (did you mean 'string'?)",
+        ),
     ],
-    ids=["no-module", "raises-on-import", "missing-name", "function", "plain-class", "no-json-schema"],
+    ids=[
+        "no-module",
+        "raises-on-import",
+        "missing-name",
+        "function",
+        "plain-class",
+        "no-json-schema",
+        "invalid-json-schema",
+    ],
 )
 def test_a_python_model_that_cannot_be_used_is_located_at_output_python(
     models: str, target: str, message: str
