@@ -491,5 +491,8 @@ def test_validate_and_render_with_output_import_no_heavy_module(tmp_path: Path) 
     heavy = {"litellm", "mcp", "starlette", "openai", "uvicorn", "ray"}
     # no pydantic either: only a `python:` model needs it, and no httpx: validate opens nothing
     assert (heavy | {"httpx", "pydantic"}) & _imported(tmp_path, "validate", *files) == set()
-    for file in files:
+    Path("types_mod.py").write_text(MODELS, encoding="utf-8")
+    model = agent("m", "{python: types_mod:Forecast}", model=fast)
+    assert heavy & _imported(tmp_path, "validate", model) == set()
+    for file in [*files, model]:
         assert heavy & _imported(tmp_path, "render", file) == set(), file
