@@ -255,10 +255,13 @@ class _Checker:
             schema, sources = output.read_schema_file(file, value["file"])
         except ConfigError as exc:
             for error in exc.errors if isinstance(exc, ConfigErrors) else [exc]:
-                if error.file:
+                if error.line:  # a place inside the schema file (a YAML syntax error, a duplicate key)
                     self.errors.append(error)
-                else:
-                    self.fail(error.message, (*path, "file"), hint=error.hint)
+                else:  # the file as a whole (missing, a directory, too large, not text, empty): the key
+                    message = error.message
+                    if "output schema file" not in message:
+                        message = f"output schema file {value['file']}: {message}"
+                    self.fail(message, (*path, "file"), hint=error.hint)
             return
         for where, message in output.schema_problems(schema):
             info = next(

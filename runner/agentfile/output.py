@@ -14,9 +14,13 @@ or URLs would make validation depend on the network or on files the agent does n
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
+import itertools
+import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +29,7 @@ from typing import Any
 from runner.agentfile.config import OutputConfig
 from runner.agentfile.imports import import_module
 from runner.agentfile.validate import resolve_pointer
-from runner.agentfile.yamlsrc import PathKey, SourceMap, parse_data
+from runner.agentfile.yamlsrc import PathKey, SourceMap, format_path, parse_data
 from runner.errors import ConfigError
 from runner.text import one_line
 
@@ -46,8 +50,16 @@ MAX_SCHEMA_BYTES = 1_000_000
 MAX_PROBLEMS = 5
 #: How long one problem's message may be (the validator quotes the value, which may be huge).
 MAX_PROBLEM_CHARS = 240
+#: How many of the validator's errors are read at all (the first ones; the count past it is "more").
+MAX_ERRORS_READ = 50
 _JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
+#: Keywords whose values are data, not schemas: a ``$ref`` key inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: Keywords whose values map names to schemas.
+_NAMED_SCHEMAS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 
 
 def json_path(path: Iterator[str | int] | tuple[str | int, ...] | list[str | int]) -> str:
@@ -88,27 +100,41 @@ def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
         raise ConfigError(
             f"output schema file {shown} is too large (the limit is {MAX_SCHEMA_BYTES:,} bytes)", file=name
         )
+    if b"\x00" in raw:
+        raise ConfigError(f"output schema file {shown} is a binary file, not JSON or YAML", file=name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ConfigError(
-            f"output schema file {shown} is not UTF-8 text (byte {exc.start})", file=name
+            f"output schema file {shown} is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+            file=name,
+            line=line,
+            column=column,
         ) from None
     return parse_data(text, name)
 
 
 def _refs(node: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
-    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion)."""
-    stack: list[tuple[Any, PathKey]] = [(node, path)]
+    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion).
+
+    The values of ``_DATA_KEYWORDS`` are data and skipped, but not a property that has such a name
+    (the values of ``properties``, ``$defs``... are all schemas)."""
+    stack: list[tuple[Any, PathKey, bool]] = [(node, path, False)]
     while stack:
-        item, where = stack.pop()
+        item, where, named = stack.pop()
         if isinstance(item, Mapping):
             ref = item.get("$ref")
-            if isinstance(ref, str):
+            if isinstance(ref, str) and not named:
                 yield where, ref
-            stack.extend((value, (*where, key)) for key, value in item.items() if key != "enum")
+            stack.extend(
+                (value, (*where, key), not named and key in _NAMED_SCHEMAS)
+                for key, value in item.items()
+                if named or key not in _DATA_KEYWORDS
+            )
         elif isinstance(item, list):
-            stack.extend((value, (*where, index)) for index, value in enumerate(item))
+            stack.extend((value, (*where, index), False) for index, value in enumerate(item))
 
 
 def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:
@@ -128,13 +154,85 @@ def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:
 
 
 def _meta_message(error: Any) -> str:
-    """The meta-schema's complaint, said plainly where it can be (an unknown type name)."""
+    """The meta-schema's complaint, said plainly where it can be (an unknown type name, a value of the
+    wrong type written as JSON: ``required: yes`` is "expected an array, got true", not "True")."""
     if error.path and error.path[-1] == "type" and isinstance(error.instance, str):
         close = difflib.get_close_matches(error.instance, _JSON_TYPES, n=1)
         return f"unknown type '{one_line(error.instance, 40)}'" + (
             f" (did you mean '{close[0]}'?)" if close else f" (one of {', '.join(_JSON_TYPES)})"
         )
-    return one_line(error.message, MAX_PROBLEM_CHARS)
+    if error.validator == "format" and error.validator_value == "regex":
+        try:
+            re.compile(error.instance)
+        except (re.error, TypeError) as exc:
+            return f"{_glimpse(error.instance)} is not a valid regular expression ({exc})"
+    if error.validator == "type":
+        expected = error.validator_value
+        names = [expected] if isinstance(expected, str) else list(expected)
+        return f"expected {' or '.join(map(str, names))}, got {_glimpse(error.instance)}"
+    return _clip(error)
+
+
+def _glimpse(value: Any) -> str:
+    """``value`` in a few words, as JSON (a long string or a big container is described, not quoted)."""
+    if isinstance(value, str) and len(value) > 60:
+        return f"a string of {len(value):,} characters ({json.dumps(value[:20], ensure_ascii=False)[:-1]}...)"
+    if isinstance(value, list) and len(value) > 5:
+        return f"an array of {len(value):,} items"
+    if isinstance(value, dict) and len(value) > 5:
+        return f"an object with {len(value):,} keys"
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        text = type(value).__name__
+    return one_line(text, 80)
+
+
+def _clip(error: Any) -> str:
+    """A validator's message, one line: a long value it quotes (``repr``) is replaced by a glimpse of it,
+    so that the reason after it (``is not of type 'number'``) survives the cut."""
+    message = str(error.message)
+    if isinstance(error.instance, (str, list, dict)):
+        try:
+            quoted = repr(error.instance)
+        except RecursionError:
+            quoted = ""
+        if len(quoted) > 80 and quoted in message:
+            message = message.replace(quoted, _glimpse(error.instance))
+    return one_line(message, MAX_PROBLEM_CHARS)
+
+
+def _dialect(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The validator class of the draft ``$schema`` names (2020-12 without one), and what is wrong
+    with ``$schema`` if anything (then 2020-12 is used)."""
+    import jsonschema
+
+    default = jsonschema.Draft202012Validator
+    declared = schema.get("$schema")
+    if declared is None:
+        return default, None
+    if not isinstance(declared, str):  # jsonschema itself would raise on it (it hashes and parses it)
+        return default, f"$schema must be the URI of a JSON Schema draft, not {_glimpse(declared)}"
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=None)
+    except (ValueError, TypeError):
+        cls = None
+    if cls is not None:
+        return cls, None
+    known = [
+        str(v.META_SCHEMA.get("$id") or v.META_SCHEMA.get("id") or "")
+        for v in (
+            jsonschema.Draft202012Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft4Validator,
+        )
+    ]
+    close = difflib.get_close_matches(declared, known, n=1)
+    return default, f"unknown $schema '{one_line(declared, 80)}'" + (
+        f" (did you mean '{close[0]}'?)" if close else f" (one of: {', '.join(known)})"
+    )
 
 
 def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
@@ -143,11 +241,15 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
         return [
             ((), f"an output schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
         ]
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls, dialect_problem = _dialect(schema)
     problems: list[tuple[PathKey, str]] = []
-    meta = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.path])
+    if dialect_problem is not None:
+        problems.append((("$schema",), dialect_problem))
+        # the default draft's meta-schema would refuse the non-string `$schema` again
+        schema = {key: value for key, value in schema.items() if key != "$schema"}
+    # with formats checked: a `pattern` that is no regular expression would fail every answer's check
+    checker = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    meta = sorted(checker.iter_errors(schema), key=lambda e: [str(p) for p in e.path])
     for error in meta[:MAX_PROBLEMS]:
         problems.append((tuple(error.path), f"not a valid JSON Schema: {_meta_message(error)}"))
     for where, ref in sorted(_refs(schema), key=lambda item: [str(p) for p in item[0]]):
@@ -155,10 +257,6 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
         if problem:
             problems.append(((*where, "$ref"), problem))
     return problems
-
-
-def _clip(text: str) -> str:
-    return one_line(text, MAX_PROBLEM_CHARS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,23 +283,30 @@ class OutputSchema:
 
     @functools.cached_property
     def _validator(self) -> Any:
-        import jsonschema
-
-        cls = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
+        cls, _ = _dialect(self.schema)
         return cls(self.schema, format_checker=cls.FORMAT_CHECKER)
 
     def problems(self, value: Any) -> list[str]:
         """Why ``value`` does not match (at most ``MAX_PROBLEMS``, "at $.path: reason"); [] if it does."""
         try:
-            errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+            # the first errors only: an answer of a million wrong items makes a million errors
+            found = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS_READ))
         except RecursionError:
             return ["the answer is nested too deeply to check"]
-        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e.message)}" for e in errors]
+        except re.error as exc:  # a schema that skipped ``runner validate`` (a client's, a built one)
+            return [f"the schema cannot be used: a pattern is not a regular expression ({exc})"]
+        except Exception as exc:  # the same: an unknown type, a reference jsonschema cannot follow
+            if not _is_schema_error(exc):
+                raise
+            return [f"the schema cannot be used: {type(exc).__name__}: {one_line(str(exc), 200)}"]
+        errors = sorted(found, key=lambda e: [str(p) for p in e.path])
+        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
         if not problems and self.model is not None:
             problems = self._model_problems(value)
         if len(problems) > MAX_PROBLEMS:
             more = len(problems) - MAX_PROBLEMS
-            problems = [*problems[:MAX_PROBLEMS], f"and {more} more"]
+            counted_all = len(found) < MAX_ERRORS_READ
+            problems = [*problems[:MAX_PROBLEMS], f"and {more} more" if counted_all else "and more"]
         return problems
 
     def _model_problems(self, value: Any) -> list[str]:
@@ -211,12 +316,20 @@ class OutputSchema:
         try:
             self.model.model_validate(value)
         except pydantic.ValidationError as exc:
-            return [f"at {json_path(tuple(e['loc']))}: {_clip(e['msg'])}" for e in exc.errors()]
+            return [
+                f"at {json_path(tuple(e['loc']))}: {one_line(e['msg'], MAX_PROBLEM_CHARS)}"
+                for e in exc.errors()[:MAX_ERRORS_READ]
+            ]
         return []
 
     def instance(self, value: Any) -> Any:
         """``value`` as Python callers get it: a pydantic instance for a model, else the value itself."""
         return self.model.model_validate(value) if self.model is not None else value
+
+
+def _is_schema_error(exc: Exception) -> bool:
+    """Whether jsonschema (or referencing, under it) raised because the schema itself is broken."""
+    return type(exc).__module__.split(".")[0] in ("jsonschema", "referencing")
 
 
 def _is_model(obj: Any) -> bool:
@@ -230,7 +343,9 @@ def load_model(target: str, base_dir: Path, *, reload: bool = False) -> Any:
 
     ``reload`` imports its module again (a hot reload: an edited model takes effect)."""
     module_name, _, attribute = target.partition(":")
-    module = import_module(module_name, base_dir, reload=reload)
+    # what the module prints as it loads goes to stderr: stdout carries the answer (or JSON lines)
+    with contextlib.redirect_stdout(sys.stderr):
+        module = import_module(module_name, base_dir, reload=reload)
     if not hasattr(module, attribute):
         classes = [n for n in dir(module) if not n.startswith("_") and _is_model(getattr(module, n))]
         close = difflib.get_close_matches(attribute, classes, n=1)
@@ -259,6 +374,11 @@ def load_output(config: OutputConfig, *, name: str | None = None, reload: bool =
                 f"the JSON Schema of {config.python} cannot be made: "
                 f"{type(exc).__name__}: {one_line(str(exc), 200)}"
             ) from None
+        problems = schema_problems(schema)  # json_schema_extra and custom types can make any schema
+        if problems:
+            where, message = problems[0]
+            at = f" at {format_path(where)}" if where else ""
+            raise ConfigError(f"the JSON Schema of {config.python} is not usable{at}: {message}")
         return OutputSchema.named(schema, model.__name__, model=model, where=config.where)
     assert config.schema is not None
     title = config.schema.get("title")

@@ -175,8 +175,11 @@ class ConsoleOutput:
         if self._open_line:
             self.out.write("\n")
             self._open_line = False
-        pretty = self.out.isatty()
-        self.out.write(json.dumps(value, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+        if self.out.isatty():
+            text = json.dumps(value, ensure_ascii=False, indent=2)
+        else:  # compact, for a pipe: one line without spaces, as tool results are sent
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        self.out.write(text + "\n")
         self.out.flush()
 
     def finish(self) -> None:
