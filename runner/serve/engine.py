@@ -27,7 +27,7 @@ from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost
 from runner.serve.details import ToolBlock
 from runner.serve.history import ChatHistory
-from runner.serve.protocol import ApiError
+from runner.serve.protocol import CLIENT_SCHEMA, ApiError
 from runner.session import RunOptions, Session
 from runner.session.events import (
     AssistantMessage,
@@ -126,11 +126,12 @@ def _check_output(agent: OutputSchema | None, client: OutputSchema | None) -> No
             return
     elif _shape(clean_schema(client.schema)) == _shape(clean_schema(agent.schema)):
         return
+    by_tool = client.where != CLIENT_SCHEMA  # a forced tool_choice: its parameters are the shape
     raise ApiError(
         400,
-        "response_format conflicts with this agent's own output schema; send none (the agent answers "
-        "with its own JSON) or the same schema",
-        param="response_format",
+        f"the shape {client.where} asks for conflicts with this agent's own output schema; send "
+        "none (the agent answers with its own JSON) or the same schema",
+        param="tool_choice" if by_tool else "response_format",
         code="response_format_conflict",
     )
 

@@ -228,7 +228,9 @@ def _forced_tool(tool_choice: Any, tools: list[dict[str, Any]]) -> str | None:
     function = tool_choice.get("function")
     name = function.get("name") if isinstance(function, dict) else None
     if tool_choice.get("type") != "function" or not isinstance(name, str):
-        raise _bad("'tool_choice' must be none, auto, required or {type: function, function: {name}}", "tool_choice")
+        raise _bad(
+            "'tool_choice' must be none, auto, required or {type: function, function: {name}}", "tool_choice"
+        )
     if name not in {tool["function"]["name"] for tool in tools}:
         raise _bad(f"'tool_choice' names '{name[:64]}', which is not in 'tools'", "tool_choice")
     return name
@@ -258,7 +260,7 @@ def _answer_call(
             f"'tools[{index}].function.parameters{at}' is not usable: {message}",
             f"tools[{index}].function.parameters",
         )
-    output = OutputSchema(schema, name=forced, where=f"the parameters of the tool '{forced}'")
+    output = OutputSchema(schema, name=forced, where=f"the forced tool_choice '{forced}'")
     return [t for t in tools if t is not tool], output
 
 

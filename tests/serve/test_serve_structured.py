@@ -154,9 +154,11 @@ def test_an_answer_that_does_not_validate_is_repaired(
     server = scripted([{"content": '{"total": "five", "note": "2 + 3"}'}, {"content": json.dumps(SUM)}])
     agent_files.write("helper", server)
     served = serve_app([agent_files.root])
-    completion = served.openai().chat.completions.parse(model="helper", messages=QUESTION, response_format=Sum)
+    completion = served.openai().chat.completions.parse(
+        model="helper", messages=QUESTION, response_format=Sum
+    )
     assert completion.choices[0].message.parsed == Sum(**SUM)
-    first, second = server.requests
+    _first, second = server.requests
     told = second["messages"][-1]
     assert told["role"] == "user" and "at $.total: 'five' is not of type 'integer'" in told["content"]
     assert second["messages"][-2] == {"role": "assistant", "content": '{"total": "five", "note": "2 + 3"}'}
@@ -191,12 +193,21 @@ def test_a_streamed_answer_that_never_validates_ends_with_an_error_event(
     server = scripted(prose)
     agent_files.write("helper", server)
     served = serve_app([agent_files.root])
-    body = {"model": "helper", "messages": QUESTION, "stream": True, "response_format": {"type": "json_object"}}
+    body = {
+        "model": "helper",
+        "messages": QUESTION,
+        "stream": True,
+        "response_format": {"type": "json_object"},
+    }
     with httpx.Client(base_url=served.url, timeout=30) as http:
         raw = http.post("/v1/chat/completions", json=body)
         client = openai.OpenAI(base_url=served.base_url, api_key="k", http_client=http, max_retries=0)
         with pytest.raises(openai.APIError) as caught:
-            list(client.chat.completions.create(model="helper", messages=QUESTION, stream=True, response_format={"type": "json_object"}))
+            list(
+                client.chat.completions.create(
+                    model="helper", messages=QUESTION, stream=True, response_format={"type": "json_object"}
+                )
+            )
     assert raw.status_code == 200
     events = [line[len("data: ") :] for line in raw.text.split("\n\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
@@ -230,12 +241,16 @@ def schema_format(schema: Any, name: Any = "answer") -> dict[str, Any]:
         (
             schema_format({"type": "object", "properties": {"n": {"type": "object", "required": "n"}}}),
             "response_format.json_schema.schema",
-            "'response_format.json_schema.schema.properties.n.required' is not usable: not a valid JSON Schema",
+            "'response_format.json_schema.schema.properties.n.required' is not usable: "
+            "not a valid JSON Schema",
         ),
         (
-            schema_format({"type": "object", "properties": {"n": {"$ref": "#/$defs/Nmber"}}, "$defs": {"Number": {}}}),
+            schema_format(
+                {"type": "object", "properties": {"n": {"$ref": "#/$defs/Nmber"}}, "$defs": {"Number": {}}}
+            ),
             "response_format.json_schema.schema",
-            "$ref '#/$defs/Nmber' does not resolve: the schema has nothing at /$defs/Nmber (did you mean '#/$defs/Number'?)",
+            "$ref '#/$defs/Nmber' does not resolve: the schema has nothing at /$defs/Nmber "
+            "(did you mean '#/$defs/Number'?)",
         ),
         (
             schema_format({"type": "object", "properties": {"n": {"$ref": "https://example.com/n.json"}}}),
@@ -252,7 +267,11 @@ def schema_format(schema: Any, name: Any = "answer") -> dict[str, Any]:
             "response_format.json_schema.name",
             "'response_format.json_schema.name' must match",
         ),
-        (schema_format({"type": "object"}, name="my answer!"), "response_format.json_schema.name", "must match"),
+        (
+            schema_format({"type": "object"}, name="my answer!"),
+            "response_format.json_schema.name",
+            "must match",
+        ),
         ({"type": "json_schema"}, "response_format.json_schema", "must be an object"),
         ({"type": "yaml"}, "response_format.type", "must be text, json_object or json_schema, not 'yaml'"),
         ("json", "response_format", "must be an object with a 'type'"),
@@ -280,23 +299,36 @@ MODEL_MODULE = """
 import pydantic
 
 
+class Temp(pydantic.BaseModel):
+    high: int
+    low: int | None = None
+
+
 class Weather(pydantic.BaseModel):
-    city: str
-    temps: list[int]
+    city: str = pydantic.Field(description="Where.")
+    temps: list[Temp]
+    today: Temp = pydantic.Field(description="The temperatures of today.")
 """
 
 
-class Weather(pydantic.BaseModel):  # the same model as the agent's, on the client's side
-    city: str
-    temps: list[int]
+class Temp(pydantic.BaseModel):  # the same models as the agent's, on the client's side
+    high: int
+    low: int | None = None
+
+
+class Weather(pydantic.BaseModel):
+    city: str = pydantic.Field(description="Where.")
+    temps: list[Temp]
+    today: Temp = pydantic.Field(description="The temperatures of today.")
 
 
 class Other(pydantic.BaseModel):
     city: str
-    rainy: bool
+    temps: list[int]
+    today: Temp
 
 
-WEATHER = {"city": "Vancouver", "temps": [11, 12]}
+WEATHER = {"city": "Vancouver", "temps": [{"high": 11, "low": 4}, {"high": 12}], "today": {"high": 9}}
 
 
 @pytest.fixture
@@ -311,7 +343,9 @@ def forecaster(scripted: Callable[..., Any], agent_files: Any, serve_app: Callab
 
 def test_a_response_format_that_conflicts_with_the_agents_output_is_refused(forecaster: Any) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        forecaster.openai().chat.completions.parse(model="forecaster", messages=QUESTION, response_format=Other)
+        forecaster.openai().chat.completions.parse(
+            model="forecaster", messages=QUESTION, response_format=Other
+        )
     error = caught.value.body
     assert isinstance(error, dict)
     assert (error["code"], error["param"]) == ("response_format_conflict", "response_format")
@@ -323,10 +357,14 @@ def test_a_response_format_that_conflicts_with_the_agents_output_is_refused(fore
 def test_the_same_schema_as_the_agents_strict_or_not_is_no_conflict(forecaster: Any, stream: bool) -> None:
     client = forecaster.openai()
     if stream:
-        with client.chat.completions.stream(model="forecaster", messages=QUESTION, response_format=Weather) as s:
+        with client.chat.completions.stream(
+            model="forecaster", messages=QUESTION, response_format=Weather
+        ) as s:
             completion = s.get_final_completion()
     else:  # the SDK sends its strict version of the model: closed objects, every property required
-        completion = client.chat.completions.parse(model="forecaster", messages=QUESTION, response_format=Weather)
+        completion = client.chat.completions.parse(
+            model="forecaster", messages=QUESTION, response_format=Weather
+        )
     assert completion.choices[0].message.parsed == Weather(**WEATHER)
     loose = {"type": "json_schema", "json_schema": {"name": "w", "schema": Weather.model_json_schema()}}
     assert json.loads(content_of(client, "forecaster", stream=stream, response_format=loose)) == WEATHER
@@ -365,7 +403,9 @@ def test_a_failed_structured_request_is_logged_with_its_error_and_keeps_every_an
     lines: list[str] = []
     served = serve_app([agent_files.root], report=lines.append)
     with pytest.raises(openai.APIStatusError):
-        served.openai().chat.completions.create(model="helper", messages=QUESTION, response_format={"type": "json_object"})
+        served.openai().chat.completions.create(
+            model="helper", messages=QUESTION, response_format={"type": "json_object"}
+        )
     (line,) = [line for line in lines if line.startswith("request:")]
     assert line.startswith("request: helper 502 ") and "(the answer did not match" in line
     (path,) = sessions_dir(home).glob("*.jsonl")
