@@ -264,7 +264,9 @@ class Turn:
         if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
             verdict = plan.read(reply)
             if verdict is not None:
-                return self._final_answer(reader, reply, verdict)
+                ran = [started[c.id] for c in reply.tool_calls if c.id in started and c is not verdict.call]
+                results = {o.result.call_id: o.result for o in await gather_in_order(ran)} if ran else {}
+                return self._final_answer(reader, reply, verdict, results)
         if not reply.tool_calls:
             if reader.unreadable() and end is None:
                 self._give_results(reader, [])  # unreadable tool blocks: the model reads why and tries again
@@ -346,7 +348,7 @@ class Turn:
                 session.sink(self._text(event.text))
             elif isinstance(event, ToolCallReady):
                 call = event.call
-                if started is not None and call.name not in self._client_names:
+                if started is not None and call.name not in self._client_names and not self._is_answer(call):
                     # On record before it runs: a kill -9 before the reply is complete must not hide
                     # a tool that ran (a resume answers the call; see Transcript.history).
                     session.record_event("tool_start", call=call.message())
@@ -357,6 +359,11 @@ class Turn:
             elif isinstance(event, Completed):
                 return event.reply
         raise RuntimeError("the model's stream ended without a Completed event")
+
+    def _is_answer(self, call: ToolCall) -> bool:
+        """Whether ``call`` is the final-answer call (the answer, never run as a tool)."""
+        plan = self.session.output_plan
+        return plan is not None and plan.strategy == "tool" and call.name == plan.tool_name
 
     def _keep_started_calls(self, streamed: list[str], ids: list[str]) -> None:
         """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
@@ -392,14 +399,18 @@ class Turn:
 
     # ----------------------------------------------------------------- the structured answer
 
-    def _final_answer(self, reader: ReplyReader, reply: Reply, verdict: Verdict) -> EndTurn | None:
+    def _final_answer(
+        self, reader: ReplyReader, reply: Reply, verdict: Verdict, ran: dict[str, ToolResult]
+    ) -> EndTurn | None:
         """A final answer under ``output:``: accepted (the turn ends), sent back with the validator's
-        message (the model tries again), or refused for good after ``limits.output_retries``."""
+        message (the model tries again), or refused for good after ``limits.output_retries``.
+        ``ran`` holds the results of the reply's other calls that started while it streamed."""
         session, plan = self.session, session_plan(self.session)
-        others = [call for call in reply.tool_calls if call is not verdict.call]
+        others = [call for call in reply.tool_calls if call is not verdict.call and call.id not in ran]
+        done = list(ran.values())
         if verdict.ok:
             results = [_answered(verdict.call, "Accepted: this is the final answer.")] if verdict.call else []
-            self._give_results(reader, results + _not_run(others, "the final answer was given"))
+            self._give_results(reader, results + done + _not_run(others, "the final answer was given"))
             self._accept(verdict.value)
             return EndTurn("done")
         self.output_failures += 1
@@ -409,7 +420,7 @@ class Turn:
         if tries_left <= 0:
             refusal = f"The answer was refused: {problems[0]}"
             results = [_answered(verdict.call, refusal, error=True)] if verdict.call else []
-            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+            self._give_results(reader, results + done + _not_run(others, "the final answer was refused"))
             tries = counted(self.output_failures, "try", "tries")
             raise OutputError(
                 f"the answer did not match {plan.output.where} after {tries}: {problems[0]}",
@@ -420,7 +431,7 @@ class Turn:
         message = plan.repair(verdict, tries_left)
         if verdict.call is not None:
             results = [_answered(verdict.call, message, error=True)]
-            self._give_results(reader, results + _not_run(others, "the final answer was refused"))
+            self._give_results(reader, results + done + _not_run(others, "the final answer was refused"))
         else:
             self.conversation.append({"role": "user", "content": NOTE_PREFIX + message})
         more = counted(tries_left, "more try", "more tries")
