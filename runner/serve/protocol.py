@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.agentfile.output import OutputSchema
+from runner.serve.schemas import SchemaProblem, client_schema
 
 __all__ = ["ApiError", "ChatRequest", "model_params", "parse_chat_request", "request_limits"]
 
@@ -204,21 +205,18 @@ def _check_response_format(value: Any) -> OutputSchema | None:
             "'response_format.json_schema.name' must match [A-Za-z0-9_-]{1,64}",
             "response_format.json_schema.name",
         )
-    schema = spec.get("schema", {"type": "object"})
-    problems = schema_problems(schema)
-    if problems:
-        where, message = problems[0]
-        at = json_path(where).removeprefix("$")
-        raise _bad(
-            f"'response_format.json_schema.schema{at}' is not usable: {message}",
-            "response_format.json_schema.schema",
-        )
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
         raise _bad(
             "'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict"
         )
-    return OutputSchema(schema, name=name, where=CLIENT_SCHEMA, strict=strict)
+    param = "response_format.json_schema.schema"
+    try:
+        return client_schema(
+            spec.get("schema", {"type": "object"}), name=name, where=CLIENT_SCHEMA, strict=strict
+        )
+    except SchemaProblem as problem:
+        raise _bad(f"'{param}{problem.at()}' is not usable: {problem.message}", param) from None
 
 
 def _forced_tool(tool_choice: Any, tools: list[dict[str, Any]]) -> str | None:
@@ -250,17 +248,13 @@ def _answer_call(
             "tool_choice",
         )
     (tool,) = (tool for tool in tools if tool["function"]["name"] == forced)
-    schema = tool["function"]["parameters"]
-    problems = schema_problems(schema)
-    if problems:
-        index = tools.index(tool)
-        where, message = problems[0]
-        at = json_path(where).removeprefix("$")
-        raise _bad(
-            f"'tools[{index}].function.parameters{at}' is not usable: {message}",
-            f"tools[{index}].function.parameters",
+    param = f"tools[{tools.index(tool)}].function.parameters"
+    try:
+        output = client_schema(
+            tool["function"]["parameters"], name=forced, where=f"the forced tool_choice '{forced}'"
         )
-    output = OutputSchema(schema, name=forced, where=f"the forced tool_choice '{forced}'")
+    except SchemaProblem as problem:
+        raise _bad(f"'{param}{problem.at()}' is not usable: {problem.message}", param) from None
     return [t for t in tools if t is not tool], output
 
 

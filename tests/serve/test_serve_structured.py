@@ -413,3 +413,90 @@ def test_a_failed_structured_request_is_logged_with_its_error_and_keeps_every_an
     assert [r["data"]["attempt"] for r in records if r.get("event") == "output_invalid"] == [1, 2, 3]
     answers = [r for r in records if r.get("type") == "message" and r["role"] == "assistant"]
     assert len(answers) == 3 and answers[-1]["content"] == "The total is five, I think."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_response_format_is_honoured_in_inline_mode_as_json_in_the_text(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], stream: bool
+) -> None:
+    server = scripted([{"content": "Sure.\n```json\n" + json.dumps(SUM) + "\n```\nAnything else?"}])
+    agent_files.write("inliner", server, "function_calling: inline", tools=ADD_TOOLS)
+    served = serve_app([agent_files.root])
+    client = served.openai()
+    if stream:
+        with client.chat.completions.stream(
+            model="inliner", messages=QUESTION, response_format=Sum
+        ) as events:
+            completion = events.get_final_completion()
+    else:
+        completion = client.chat.completions.parse(model="inliner", messages=QUESTION, response_format=Sum)
+    assert completion.choices[0].message.parsed == Sum(**SUM)
+    assert completion.choices[0].message.content == json.dumps(SUM)  # the prose around it is not sent
+    (body,) = server.requests
+    assert "response_format" not in body  # inline mode: the system prompt asks for the JSON
+    system = body["messages"][0]["content"]
+    assert "reply with only a JSON value that matches this JSON Schema" in system and '"total"' in system
+
+
+# ----------------------------------------------------------------- a client's patterns
+
+WORD = {
+    "type": "object",
+    "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
+    "required": ["word"],
+}
+
+
+def test_a_client_pattern_cannot_stall_the_server_on_a_backtracking_answer(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    """``^(a+)+$`` over 40 a's and a '!' takes Python's ``re`` about 2**40 steps (the test would
+    time out); RE2 answers at once: no match, the model is told, and its next answer matches."""
+    hostile = "a" * 40 + "!"
+    server = scripted([{"content": json.dumps({"word": hostile})}, {"content": json.dumps({"word": "aaa"})}])
+    agent_files.write("helper", server)
+    served = serve_app([agent_files.root])
+    content = content_of(served.openai(), "helper", stream=False, response_format=schema_format(WORD, "word"))
+    assert json.loads(content) == {"word": "aaa"}
+    told = server.requests[1]["messages"][-1]["content"]
+    assert f"at $.word: '{hostile}' does not match '^(a+)+$'" in told
+    with served.http() as http:  # the server still answers others
+        assert http.get("/health").status_code == 200
+
+
+def test_pattern_properties_are_matched_too(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    schema = {"type": "object", "patternProperties": {"^n_": {"type": "integer"}}}
+    server = scripted([{"content": '{"n_a": "x", "other": 1}'}, {"content": '{"n_a": 1, "other": "x"}'}])
+    agent_files.write("helper", server)
+    served = serve_app([agent_files.root])
+    content = content_of(served.openai(), "helper", stream=False, response_format=schema_format(schema))
+    assert json.loads(content) == {"n_a": 1, "other": "x"}
+    assert "at $.n_a: 'x' is not of type 'integer'" in server.requests[1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "at"),
+    [
+        ({"type": "string", "pattern": "^(?=a)a$"}, ".pattern"),
+        (
+            {"type": "object", "properties": {"w": {"type": "string", "pattern": r"(a)\1"}}},
+            ".properties.w.pattern",
+        ),
+        ({"type": "object", "patternProperties": {"(?<!x)y": {}}}, ".patternProperties['(?<!x)y']"),
+    ],
+)
+def test_a_pattern_re2_cannot_run_is_a_400(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], schema: Any, at: str
+) -> None:
+    server = scripted([])
+    agent_files.write("helper", server)
+    served = serve_app([agent_files.root])
+    status, body = post(served, schema_format(schema))
+    assert status == 400 and body["error"]["param"] == "response_format.json_schema.schema"
+    message = body["error"]["message"]
+    assert message.startswith(
+        f"'response_format.json_schema.schema{at}' is not usable: the regular expression"
+    )
+    assert "matched by RE2, without backreferences or look-around" in message
