@@ -500,3 +500,20 @@ def test_a_pattern_re2_cannot_run_is_a_400(
         f"'response_format.json_schema.schema{at}' is not usable: the regular expression"
     )
     assert "matched by RE2, without backreferences or look-around" in message
+
+
+def test_a_structured_run_a_limit_stops_before_its_answer_is_an_error_not_an_empty_200(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted(add_then(SUM))
+    agent_files.write("summer", server, SUM_OUTPUT, tools=ADD_TOOLS)
+    served = serve_app([agent_files.root])
+    with pytest.raises(openai.APIStatusError) as caught:
+        served.openai().chat.completions.create(
+            model="summer", messages=QUESTION, extra_body={"limits": {"max_steps": 1}}
+        )
+    assert caught.value.status_code == 502
+    error = caught.value.body
+    assert isinstance(error, dict) and error["code"] == "output_missing"
+    assert "before giving an answer that matches the requested schema" in error["message"]
+    assert len(server.requests) == 1  # the tool's step ran; the answer's step was not allowed
