@@ -238,10 +238,10 @@ class OutputConfig:
     def where(self) -> str:
         """Where the schema comes from, for messages."""
         if self.python is not None:
-            return f"output: python {self.python}"
+            return f"the pydantic model {self.python}"
         if self.file is not None:
-            return f"output: {self.file.name}"
-        return "output:"
+            return f"the output schema in {self.file.name}"
+        return "the output schema"
 
 
 @dataclass(frozen=True)

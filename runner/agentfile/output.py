@@ -267,8 +267,8 @@ class OutputSchema:
     #: A name for the schema (``response_format.json_schema.name``): ``[A-Za-z0-9_-]``, up to 64.
     name: str = "output"
     model: Any = None
-    #: Where the schema comes from, for messages ("output:", "the request's response_format").
-    where: str = "output:"
+    #: Where the schema comes from, for messages ("the output schema", "the request's response_format").
+    where: str = "the output schema"
     #: What the provider is asked for: strict adherence (None: decided from the schema's shape).
     strict: bool | None = None
     #: What is derived from the schema once per runtime, not per session (the wire schema).

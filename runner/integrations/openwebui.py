@@ -136,9 +136,16 @@ class Pipe:
                 params=model_params(agent.config, chat),
                 client_tools=list(chat.client_tools),
                 limits=request_limits(chat),
+                output=chat.output,
             )
             history = parse_conversation(chat.messages)
-            run = ChatRun(host, history, options=options, tool_details=agent.config.tool_details)
+            run = ChatRun(
+                host,
+                history,
+                options=options,
+                tool_details=agent.config.tool_details,
+                answer_tool=chat.answer_tool,
+            )
             await run.start()
         except ApiError as exc:
             raise RuntimeError(f"runner: {exc.message}") from None

@@ -280,7 +280,14 @@ def create_app(
             output=chat.output,
         )
         details = tool_details and agent.config.tool_details  # --plain, or the agent's serve: setting
-        run = ChatRun(host, history, options=options, on_done=state.report, tool_details=details)
+        run = ChatRun(
+            host,
+            history,
+            options=options,
+            on_done=state.report,
+            tool_details=details,
+            answer_tool=chat.answer_tool,
+        )
         await run.start()
         state.track(run)
         if chat.stream:

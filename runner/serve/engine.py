@@ -16,17 +16,18 @@ import json
 import logging
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runner.agentfile.output import OutputSchema
-from runner.errors import ModelError, RunnerError
+from runner.errors import ModelError, OutputError, RunnerError
 from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost
 from runner.serve.details import ToolBlock
 from runner.serve.history import ChatHistory
-from runner.serve.protocol import ApiError
+from runner.serve.protocol import CLIENT_SCHEMA, ApiError
 from runner.session import RunOptions, Session
 from runner.session.events import (
     AssistantMessage,
@@ -78,6 +79,9 @@ class EndPiece:
     client_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     error: ApiError | None = None
+    #: The answer had to be JSON: a stream ends with the error as an error event (OpenAI's
+    #: ``data: {"error": ...}``, which the openai SDK raises), not as a note in the content.
+    structured: bool = False
 
 
 Piece = TextPiece | ReasoningPiece | ToolRunning | ToolBlock | EndPiece
@@ -95,6 +99,8 @@ def _api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiErr
     if isinstance(exc, ModelError):
         message = redact(_URL.sub("(the agent's model endpoint)", exc.message))
         return ApiError(502, f"the model failed: {message}", type="server_error", code="model_error")
+    if isinstance(exc, OutputError):  # the model never gave a valid answer: an upstream failure
+        return ApiError(502, redact(exc.message), type="server_error", code="output_invalid")
     if isinstance(exc, RunnerError):
         return ApiError(500, str(exc), type="server_error", code="agent_error")
     return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
@@ -120,11 +126,12 @@ def _check_output(agent: OutputSchema | None, client: OutputSchema | None) -> No
             return
     elif _shape(clean_schema(client.schema)) == _shape(clean_schema(agent.schema)):
         return
+    by_tool = client.where != CLIENT_SCHEMA  # a forced tool_choice: its parameters are the shape
     raise ApiError(
         400,
-        "response_format conflicts with this agent's own output schema; send none (the agent answers "
-        "with its own JSON) or the same schema",
-        param="response_format",
+        f"the shape {client.where} asks for conflicts with this agent's own output schema; send "
+        "none (the agent answers with its own JSON) or the same schema",
+        param="tool_choice" if by_tool else "response_format",
         code="response_format_conflict",
     )
 
@@ -140,8 +147,11 @@ class ChatRun:
         options: RunOptions,
         on_done: Callable[[str], None] | None = None,
         tool_details: bool = True,
+        answer_tool: str | None = None,
     ) -> None:
         self.host = host
+        self.answer_tool = answer_tool
+        """The client tool the answer is a call of (a forced ``tool_choice``); None: the content."""
         self.tool_details = tool_details
         """Whether tool calls show in the answer (``<details>`` blocks); False: the text only."""
         self.on_done = on_done
@@ -162,6 +172,7 @@ class ChatRun:
         self._said = False  # some text of an earlier turn went out (the next turn's text is set apart)
         self._turn_over = False
         self._structured = False  # the answer is JSON (output:, response_format): nothing else in the content
+        self._answer: str | None = None  # the last structured answer (a turn a hook queued replaces it)
 
     @property
     def task(self) -> asyncio.Task[None] | None:
@@ -231,7 +242,7 @@ class ChatRun:
 
     def _sink(self, event: LoopEvent) -> None:
         if isinstance(event, OutputReady):
-            self._put(TextPiece(event.text))
+            self._answer = event.text  # sent when the run is over: only one answer is the content
         elif isinstance(event, TextChunk):
             if self._turn_over and self._said:
                 self._put(TextPiece("\n\n"))  # a turn a hook queued: its answer follows the first
@@ -281,6 +292,8 @@ class ChatRun:
             result = await session.run(inputs, continue_waiting=not inputs)
             if result.reason == "client_tools":
                 self._put(EndPiece("tool_calls", tuple(result.client_calls), self._usage))
+            elif self._structured:
+                self._put_answer(result.reason)
             else:
                 self._put(EndPiece("stop", (), self._usage))
         except asyncio.CancelledError:
@@ -292,7 +305,26 @@ class ChatRun:
             if not isinstance(exc, RunnerError):
                 log.exception("agent %s: the run failed", self.name)
             error = _api_error(exc, Redactor(self.host.config.secrets))
-            self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
-            self._put(EndPiece("stop", (), self._usage, error))
+            if not self._structured:
+                self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
+            self._put(EndPiece("stop", (), self._usage, error, structured=self._structured))
         finally:
             await asyncio.shield(session.close())
+
+    def _put_answer(self, reason: str) -> None:
+        """The end of a structured run: its JSON answer (the content, or the call of ``answer_tool``),
+        or an error when the run stopped before an answer matched (a limit, a hook)."""
+        if self._answer is None:
+            error = ApiError(
+                502,
+                f"the agent stopped ({reason}) before giving an answer that matches the requested schema",
+                type="server_error",
+                code="output_missing",
+            )
+            self._put(EndPiece("stop", (), self._usage, error, structured=True))
+        elif self.answer_tool is not None:
+            call = ToolCall(f"call_{uuid.uuid4().hex[:24]}", self.answer_tool, self._answer)
+            self._put(EndPiece("tool_calls", (call,), self._usage))
+        else:
+            self._put(TextPiece(self._answer))
+            self._put(EndPiece("stop", (), self._usage))

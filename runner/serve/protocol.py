@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.agentfile.output import OutputSchema
+from runner.serve.schemas import SchemaProblem, client_schema
 
 __all__ = ["ApiError", "ChatRequest", "model_params", "parse_chat_request", "request_limits"]
 
@@ -62,6 +63,9 @@ class ChatRequest:
     limits: dict[str, float] = field(default_factory=dict)
     #: The client's ``response_format`` (``json_schema`` or ``json_object``); None for text.
     output: OutputSchema | None = None
+    #: A client tool that ``tool_choice`` forces: the answer is one call of it (``output`` holds its
+    #: parameters; the tool itself is not offered to the model). LangChain's ``function_calling``.
+    answer_tool: str | None = None
 
 
 def _bad(message: str, param: str | None = None) -> ApiError:
@@ -201,21 +205,57 @@ def _check_response_format(value: Any) -> OutputSchema | None:
             "'response_format.json_schema.name' must match [A-Za-z0-9_-]{1,64}",
             "response_format.json_schema.name",
         )
-    schema = spec.get("schema", {"type": "object"})
-    problems = schema_problems(schema)
-    if problems:
-        where, message = problems[0]
-        at = json_path(where).removeprefix("$")
-        raise _bad(
-            f"'response_format.json_schema.schema{at}' is not usable: {message}",
-            "response_format.json_schema.schema",
-        )
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
         raise _bad(
             "'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict"
         )
-    return OutputSchema(schema, name=name, where=CLIENT_SCHEMA, strict=strict)
+    param = "response_format.json_schema.schema"
+    try:
+        return client_schema(
+            spec.get("schema", {"type": "object"}), name=name, where=CLIENT_SCHEMA, strict=strict
+        )
+    except SchemaProblem as problem:
+        raise _bad(f"'{param}{problem.at()}' is not usable: {problem.message}", param) from None
+
+
+def _forced_tool(tool_choice: Any, tools: list[dict[str, Any]]) -> str | None:
+    """The client tool a ``tool_choice`` of ``{"type": "function", "function": {"name"}}`` names."""
+    if not isinstance(tool_choice, dict):
+        return None  # "auto", "required", "none" (or absent): the model chooses
+    function = tool_choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else None
+    if tool_choice.get("type") != "function" or not isinstance(name, str):
+        raise _bad(
+            "'tool_choice' must be none, auto, required or {type: function, function: {name}}", "tool_choice"
+        )
+    if name not in {tool["function"]["name"] for tool in tools}:
+        raise _bad(f"'tool_choice' names '{name[:64]}', which is not in 'tools'", "tool_choice")
+    return name
+
+
+def _answer_call(
+    tools: list[dict[str, Any]], forced: str | None, output: OutputSchema | None
+) -> tuple[list[dict[str, Any]], OutputSchema | None]:
+    """A forced client tool becomes the shape of the answer: the agent keeps its own tools and loop,
+    and its checked answer goes back as the call (the tool is not offered to the model)."""
+    if forced is None:
+        return tools, output
+    if output is not None:
+        raise _bad(
+            "'tool_choice' that forces a tool and 'response_format' ask for the answer in two shapes; "
+            "send one of them",
+            "tool_choice",
+        )
+    (tool,) = (tool for tool in tools if tool["function"]["name"] == forced)
+    param = f"tools[{tools.index(tool)}].function.parameters"
+    try:
+        output = client_schema(
+            tool["function"]["parameters"], name=forced, where=f"the forced tool_choice '{forced}'"
+        )
+    except SchemaProblem as problem:
+        raise _bad(f"'{param}{problem.at()}' is not usable: {problem.message}", param) from None
+    return [t for t in tools if t is not tool], output
 
 
 def _check_limits(value: Any) -> dict[str, float]:
@@ -256,16 +296,20 @@ def parse_chat_request(body: Any) -> ChatRequest:
     if n is not None and n != 1:
         raise _bad("'n' must be 1: an agent gives one answer", "n")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    tools = _check_tools(body.get("tools"), body.get("tool_choice"))
+    forced = _forced_tool(body.get("tool_choice"), tools) if tools else None
+    tools, output = _answer_call(tools, forced, _check_response_format(body.get("response_format")))
     return ChatRequest(
         model=model,
         messages=messages,
         stream=bool(stream),
         include_usage=bool((options or {}).get("include_usage")),
-        client_tools=_check_tools(body.get("tools"), body.get("tool_choice")),
+        client_tools=tools,
         temperature=_number(body, "temperature", low=0.0, high=2.0),
         max_tokens=None if max_tokens is None else _positive_int(max_tokens, "max_tokens"),
         limits=_check_limits(body.get("limits")),
-        output=_check_response_format(body.get("response_format")),
+        output=output,
+        answer_tool=forced,
     )
 
 

@@ -6,7 +6,9 @@ block inside the content, on a line of its own; the agent's own calls never appe
 ``delta.tool_calls``. Only calls of the client's tools do, in the last chunk but one, and then the
 answer ends with ``finish_reason: "tool_calls"``; otherwise with ``"stop"``. ``finish_reason`` is
 set exactly once, on the last choice chunk; a usage chunk (no choices) follows when asked, then
-``data: [DONE]``.
+``data: [DONE]``. A run whose answer had to be JSON (``output:``, ``response_format``) and failed
+ends instead with OpenAI's error event, ``data: {"error": {...}}``, then ``[DONE]``: the openai SDK
+raises it as an ``APIError`` (a note in the content would be read as the answer).
 """
 
 from __future__ import annotations
@@ -122,6 +124,9 @@ async def stream_chunks(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> As
                 yield writer.chunk({"reasoning_content": piece.text})
             continue
         if isinstance(piece, EndPiece):
+            if piece.error is not None and piece.structured:
+                yield piece.error.body()  # the answer had to be JSON: no finish, OpenAI's error event
+                return
             if piece.client_calls:
                 yield writer.chunk({"tool_calls": wire_calls(piece.client_calls)})
             yield writer.chunk({}, piece.finish_reason)

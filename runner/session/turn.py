@@ -260,7 +260,9 @@ class Turn:
         if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
             verdict = plan.read(reply)
             if verdict is not None:
-                return self._final_answer(reader, reply, verdict)
+                ran = [started[c.id] for c in reply.tool_calls if c.id in started and c is not verdict.call]
+                results = {o.result.call_id: o.result for o in await gather_in_order(ran)} if ran else {}
+                return self._final_answer(reader, reply, verdict, results)
         if not reply.tool_calls:
             if reader.unreadable() and end is None:
                 self._give_results(reader, [])  # unreadable tool blocks: the model reads why and tries again
@@ -342,7 +344,7 @@ class Turn:
                 session.sink(self._text(event.text))
             elif isinstance(event, ToolCallReady):
                 call = event.call
-                if started is not None and call.name not in self._client_names:
+                if started is not None and call.name not in self._client_names and not self._is_answer(call):
                     # On record before it runs: a kill -9 before the reply is complete must not hide
                     # a tool that ran (a resume answers the call; see Transcript.history).
                     session.record_event("tool_start", call=call.message())
@@ -353,6 +355,11 @@ class Turn:
             elif isinstance(event, Completed):
                 return event.reply
         raise RuntimeError("the model's stream ended without a Completed event")
+
+    def _is_answer(self, call: ToolCall) -> bool:
+        """Whether ``call`` is the final-answer call (the answer, never run as a tool)."""
+        plan = self.session.output_plan
+        return plan is not None and plan.strategy == "tool" and call.name == plan.tool_name
 
     def _keep_started_calls(self, streamed: list[str], ids: list[str]) -> None:
         """Generation stopped (Ctrl+C, timeout, an error) after some tools started: record their calls.
@@ -388,13 +395,18 @@ class Turn:
 
     # ----------------------------------------------------------------- the structured answer
 
-    def _final_answer(self, reader: ReplyReader, reply: Reply, verdict: Verdict) -> EndTurn | None:
+    def _final_answer(
+        self, reader: ReplyReader, reply: Reply, verdict: Verdict, ran: dict[str, ToolResult]
+    ) -> EndTurn | None:
         """A final answer under ``output:``: accepted (the turn ends), sent back with the validator's
-        message (the model tries again), or refused for good after ``limits.output_retries``."""
+        message (the model tries again), or refused for good after ``limits.output_retries``.
+        ``ran`` holds the results of the reply's other calls that started while it streamed."""
         session, plan = self.session, session_plan(self.session)
         if verdict.ok:
             if verdict.call is not None:
-                self._answer_calls(reader, reply, verdict, "Accepted: this is the final answer.", "was given")
+                self._answer_calls(
+                    reader, reply, verdict, ran, "Accepted: this is the final answer.", "was given"
+                )
             self._accept(verdict.value, spoken=verdict.call is not None)
             return EndTurn("done")
         self.output_failures += 1
@@ -403,7 +415,7 @@ class Turn:
         session.record_event("output_invalid", attempt=self.output_failures, problems=problems)
         if tries_left <= 0:
             self._answer_calls(
-                reader, reply, verdict, f"The answer was refused: {problems[0]}", "was refused"
+                reader, reply, verdict, ran, f"The answer was refused: {problems[0]}", "was refused"
             )
             tries = counted(self.output_failures, "try", "tries")
             raise OutputError(
@@ -414,7 +426,7 @@ class Turn:
             )
         message = plan.repair(verdict, tries_left)
         if verdict.call is not None:
-            self._answer_calls(reader, reply, verdict, message, "was refused")
+            self._answer_calls(reader, reply, verdict, ran, message, "was refused")
         else:
             self.conversation.append({"role": "user", "content": NOTE_PREFIX + message})
         more = counted(tries_left, "more try", "more tries")
@@ -424,14 +436,21 @@ class Turn:
         return None
 
     def _answer_calls(
-        self, reader: ReplyReader, reply: Reply, verdict: Verdict, answer: str, given: str
+        self,
+        reader: ReplyReader,
+        reply: Reply,
+        verdict: Verdict,
+        ran: dict[str, ToolResult],
+        answer: str,
+        given: str,
     ) -> None:
         """One result per call of ``reply``, in call order: ``answer`` for the final-answer call (an
-        error unless the answer was accepted), "not executed" for the others beside it."""
+        error unless the answer was accepted), the real result of a call that started while the
+        reply streamed, "not executed" for the other calls beside it."""
         results = [
             _answered(call, answer, error=not verdict.ok)
             if call is verdict.call
-            else _answered(call, f"Not executed: the final answer {given}.", error=True)
+            else ran.get(call.id) or _answered(call, f"Not executed: the final answer {given}.", error=True)
             for call in reply.tool_calls
         ]
         self._give_results(reader, results)
