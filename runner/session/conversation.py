@@ -61,6 +61,20 @@ class Conversation:
         for call in message.get("tool_calls") or ():
             self.names[call["id"]] = call["function"]["name"]
 
+    def cut_last(self, limit: int, why: str) -> int:
+        """Cut the text of the last message to ``limit`` characters in the history, saying so; the
+        transcript keeps it whole. How many characters were cut (0: it was short enough)."""
+        last = self.history[-1] if self.history else None
+        content = last.get("content") if last is not None else None
+        if not isinstance(content, str) or len(content) <= limit:
+            return 0
+        assert last is not None
+        cut = len(content) - limit
+        before = ctxmod.message_chars(last)
+        last["content"] = f"{content[:limit]}\n[{why}: {cut:,} more characters cut]"
+        self.chars += ctxmod.message_chars(last) - before
+        return cut
+
     def event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript."""
         if self.transcript is not None:

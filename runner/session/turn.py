@@ -94,6 +94,10 @@ def _answered(call: ToolCall, content: str, *, error: bool = False) -> ToolResul
     return ToolResult(call.id, call.name, content, is_error=error)
 
 
+#: How much of a refused answer's text stays in the history that goes back to the model.
+REFUSED_ANSWER_CHARS = 20_000
+
+
 class Turn:
     """One turn of a session, on its runtime of the moment."""
 
@@ -421,10 +425,12 @@ class Turn:
             raise OutputError(
                 f"the answer did not match {plan.output.where} after {tries}: {problems[0]}",
                 problems=problems,
-                hint="the transcript keeps every answer (runner sessions show ID); raise "
-                "limits.output_retries, or make the schema or the prompt clearer",
+                hint="the transcript keeps every answer; `runner resume ID -p ...` gives the model more "
+                "tries; or raise limits.output_retries, or make the schema or the prompt clearer",
             )
         message = plan.repair(verdict, tries_left)
+        # A refused answer goes back cut short: a model that wrote megabytes need not read them again.
+        self.conversation.cut_last(REFUSED_ANSWER_CHARS, "runner: a refused answer")
         if verdict.call is not None:
             self._answer_calls(reader, reply, verdict, ran, message, "was refused")
         else:

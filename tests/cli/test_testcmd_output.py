@@ -207,7 +207,7 @@ def test_a_turn_that_ends_without_an_answer_has_no_structured_output(cli: Invoke
     assert code == 1
     assert problems == [
         "output_json cannot be checked: no structured output: the turn ended (max_steps) "
-        "without an answer that matches output:"
+        "without an answer that matches the output schema"
     ]
 
 
@@ -266,7 +266,7 @@ def test_an_answer_that_never_matches_output_fails_the_case_and_keeps_no_cassett
     assert result.exit_code == 1
     problems = [line.strip() for line in result.stdout.splitlines() if line.startswith("  ")]
     assert problems[0].startswith(
-        "the answer did not match output: after 2 tries: at $: 'temps' is a required"
+        "the answer did not match the output schema after 2 tries: at $: 'temps' is a required"
     )
     assert problems[-1] == "the recording failed, so no cassette was written"
     assert len(server.requests) == 3  # the tool call, the prose, the one repair

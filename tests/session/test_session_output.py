@@ -105,7 +105,7 @@ async def test_a_final_answer_call_is_answered_in_the_history_but_never_sent_bac
     assert first.value == ANSWER and len(model.requests[1].messages) == 7  # turn 2 follows at once
     assert run.history[4] == {"role": "assistant", "content": json.dumps(ANSWER)}  # the answer, said
     results = run.tool_results()
-    assert results[0]["content"].startswith("Not executed: the final answer was given")
+    assert results[0]["content"] == "11, 12, 9"  # it started while the reply streamed: its real result
     assert results[1]["content"].startswith("Accepted")
     assert history_problems(run.history) == []
     # Every turn ends with a typed answer: prose in the second is sent back, and the model calls the tool.
@@ -165,6 +165,11 @@ async def test_a_huge_answer_is_refused_without_being_parsed_and_the_message_sta
     repairs = [m["content"] for m in run.history if m["role"] == "user"][1:]
     assert all(len(r) < 2000 for r in repairs), [len(r) for r in repairs]
     assert "at most 1,000,000" in repairs[0]
+    sent_back = [m["content"] for m in model.requests[-1].messages if m["role"] == "assistant"]
+    assert [len(text) < 21_000 for text in sent_back] == [True, True]  # cut short, said so
+    assert sent_back[0].endswith("more characters cut]")
+    kept = [r for r in run.records() if r["type"] == "message" and r["role"] == "assistant"]
+    assert len(kept[0]["content"]) == len(huge)  # the transcript keeps it whole
 
 
 async def test_a_string_schema_takes_plain_text_and_an_array_schema_is_wrapped_on_the_wire(
