@@ -11,23 +11,7 @@ import pytest
 
 from runner.integrations.openwebui import Pipe
 from runner.store.transcript import sessions_dir
-
-ADD_TOOLS = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-SUM_OUTPUT = """
-output:
-  type: object
-  properties:
-    total: {type: integer}
-    note: {type: string}
-  required: [total, note]
-  additionalProperties: false
-"""
-SUM = {"total": 5, "note": "2 + 3"}
-QUESTION = [{"role": "user", "content": "What is 2 + 3?"}]
+from tests.serve.structured_common import ADD_TOOLS, QUESTION, SUM, SUM_OUTPUT
 
 
 def no_response_format(body: dict[str, Any]) -> dict[str, Any]:
