@@ -86,7 +86,7 @@ class Interpolator:
                 hint=f"give a plain default (${{{name}:-value}}), or write $${{ for a literal ${{",
             )
         value = self.env.get(name)
-        if value is None:
+        if value is None or (sep and value == ""):  # as in the shell, `:-` also covers an empty value
             if not sep:
                 raise ConfigError(
                     f"environment variable {name} is not set",

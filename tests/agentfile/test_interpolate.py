@@ -26,6 +26,7 @@ def _expand(text: str, env: dict[str, str] | None = None, *, plain: bool = True)
         ("${N:-[1, 2]}", {}, "[1, 2]"),  # only scalars are retyped
         ("${N:-a: b}", {}, "a: b"),
         ("${N}", {"N": ""}, ""),
+        ("${N:-7}", {"N": ""}, 7),  # as in the shell: `:-` takes the default for an empty value too
         ("x${N:-7}", {}, "x7"),
         ("${A:-1}${B:-2}", {}, "12"),
         ("$${N}", {"N": "7"}, "${N}"),
