@@ -100,6 +100,7 @@ class Batch:
         skip: Callable[[BatchItem], bool] | None = None,
         agent_sha256: str = "",
         window: int | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -115,8 +116,8 @@ class Batch:
         self.window = window or max(4 * concurrency, 64)
         self.stats = BatchStats()
         self.budget = BatchBudget(max_cost_usd=self.limits.max_cost_usd, max_tokens=self.limits.max_tokens)
-        self.limiter: RateLimiter | None = None
-        if self.limits.rpm or self.limits.tpm:
+        self.limiter = limiter
+        if limiter is None and (self.limits.rpm or self.limits.tpm):
             self.limiter = RateLimiter(rpm=self.limits.rpm or None, tpm=self.limits.tpm or None)
         self.runner: ItemRunner | None = None
         self._interrupted = False
