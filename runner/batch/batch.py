@@ -23,7 +23,8 @@ from runner.agentfile.config import AgentConfig
 from runner.batch.budget import BatchBudget
 from runner.batch.inputs import BatchItem
 from runner.batch.item import ItemRunner
-from runner.batch.limiter import LimitedModel, RateLimiter
+from runner.batch.limiter import RateLimiter
+from runner.batch.models import batch_model
 from runner.batch.record import ItemResult
 from runner.models.base import Model, Usage
 from runner.runtime.runtime import AgentRuntime
@@ -149,14 +150,14 @@ class Batch:
     # ----------------------------------------------------------------- running
 
     async def open(self) -> AgentRuntime:
-        """The batch's runtime (its model behind the rate limiter when there is one)."""
-        model = self.model
-        if self.limiter is not None:
-            if model is None:
-                from runner.runtime.models import choose_model
-
-                model = choose_model(self.config, self.settings).model
-            model = LimitedModel(model, self.limiter)
+        """The batch's runtime: its model a client per few items, behind the rate limiter if any."""
+        model = batch_model(
+            self.config,
+            self.settings,
+            concurrency=max(1, self.limits.concurrency),
+            given=self.model,
+            limiter=self.limiter,
+        )
         return await open_runtime(self.config, self.settings, model=model)
 
     async def results(self) -> AsyncIterator[ItemResult]:
