@@ -63,6 +63,8 @@ class BatchStats:
     """Items taken from the input but not started (a budget was spent, or Ctrl+C)."""
     tokens: int = 0
     cost_usd: float = 0.0
+    unpriced: int = 0
+    """Model calls whose cost is unknown (no price for the model); they count as 0 towards the cost."""
     stopped: str | None = None
     """Why no new item started any more (a budget, as a sentence); None when none stopped it."""
     transient_retries: int = 0
@@ -137,7 +139,8 @@ class Batch:
 
     def _count(self, usage: Usage) -> None:
         self.budget.add(usage)
-        self.stats.tokens, self.stats.cost_usd = self.budget.tokens, self.budget.cost_usd
+        stats, budget = self.stats, self.budget
+        stats.tokens, stats.cost_usd, stats.unpriced = budget.tokens, budget.cost_usd, budget.unpriced
 
     def _may_start(self) -> bool:
         if self._interrupted:

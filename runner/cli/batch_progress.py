@@ -22,7 +22,10 @@ def _counts(stats: BatchStats) -> str:
 
 
 def _usage(stats: BatchStats) -> str:
-    return f"{stats.tokens} tokens, ${stats.cost_usd:.4f}"
+    if stats.unpriced and not stats.cost_usd:
+        return f"{stats.tokens} tokens, cost unknown"
+    unknown = f" (+{stats.unpriced} calls of unknown cost)" if stats.unpriced else ""
+    return f"{stats.tokens} tokens, ${stats.cost_usd:.4f}{unknown}"
 
 
 class BatchProgress:
@@ -88,10 +91,19 @@ class BatchProgress:
         self.err.flush()
 
     async def _tick(self) -> None:
-        interval = 0.2 if self._live is not None else self.interval_s
+        """Live: redraw five times a second. Plain: a line every ``interval_s`` or tenth of the items."""
+        if self._live is not None:
+            while True:
+                await asyncio.sleep(0.2)
+                self.show()
+        shown_at, shown_tenth = time.monotonic(), 0
         while True:
-            await asyncio.sleep(interval)
-            self.show()
+            await asyncio.sleep(0.25)
+            stats = self.stats
+            tenth = (stats.finished + stats.skipped) * 10 // max(self.total, 1)
+            if tenth > shown_tenth or time.monotonic() - shown_at >= self.interval_s:
+                shown_at, shown_tenth = time.monotonic(), tenth
+                self.show()
 
     def stop(self) -> None:
         if self._task is not None:

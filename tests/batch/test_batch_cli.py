@@ -39,7 +39,9 @@ def test_one_line_per_item_in_input_order_with_answers_usage_and_transcripts(
 def test_structured_output_lines_carry_the_object(cli: Cli, serve: Any, tmp_path: Path) -> None:
     def step(body: dict[str, Any]) -> dict[str, Any]:
         assert body["response_format"]["type"] == "json_schema"
-        return {"content": json.dumps({"label": "spam" if "buy" in body["messages"][-1]["content"] else "ham"})}
+        return {
+            "content": json.dumps({"label": "spam" if "buy" in body["messages"][-1]["content"] else "ham"})
+        }
 
     server = serve(step, repeat=True)
     extra = "output:\n  type: object\n  properties:\n    label: {enum: [spam, ham]}\n  required: [label]\n"
@@ -47,7 +49,10 @@ def test_structured_output_lines_carry_the_object(cli: Cli, serve: Any, tmp_path
     inputs = write_inputs(tmp_path / "in.jsonl", ["buy now", "hello mum"])
     result = cli("batch", str(agent), str(inputs), "-o", "out.jsonl")
     assert result.returncode == 0, result.stderr
-    assert [line["output"] for line in read_out(tmp_path / "out.jsonl")] == [{"label": "spam"}, {"label": "ham"}]
+    assert [line["output"] for line in read_out(tmp_path / "out.jsonl")] == [
+        {"label": "spam"},
+        {"label": "ham"},
+    ]
 
 
 def test_a_malformed_line_fails_with_its_line_number_and_the_batch_goes_on(
@@ -168,3 +173,51 @@ def test_limit_runs_only_the_first_items_and_a_rerun_without_it_does_the_rest(
     assert result.returncode == 0 and "2 done before (skipped)" in result.stderr
     assert [line["id"] for line in read_out(tmp_path / "out.jsonl")] == [1, 2, 3, 4]
     assert len(server.requests) - before == 4  # two items, two requests each
+
+
+def test_off_a_terminal_progress_is_plain_lines_and_a_summary(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve(adder(delay_s=0.05), repeat=True)  # a second in all: a line each tenth of the items
+    agent = make_agent(tmp_path / "a", server.base_url)
+    inputs = write_inputs(tmp_path / "in.jsonl", [f"n{n}" for n in range(10)])
+    result = cli("batch", str(agent), str(inputs), "-o", "out.jsonl", "-c", "1")
+    assert result.returncode == 0
+    progress = [line for line in result.stderr.splitlines() if line.startswith("batch: ") and "/10 (" in line]
+    assert progress, result.stderr
+    assert "ok" in progress[-1] and "items/s" in progress[-1] and "tokens, cost unknown" in progress[-1]
+    assert "\x1b[" not in result.stderr  # no terminal codes off a terminal
+    assert result.stderr.rstrip().splitlines()[-1].startswith("batch: 10 items: 10 ok, 0 failed, 0 limit")
+
+
+def test_on_a_terminal_progress_is_a_rich_bar_on_stderr(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from tests.cli_run.conftest import RUNNER
+
+    server = serve(adder(delay_s=0.05), repeat=True)
+    agent = make_agent(tmp_path / "a", server.base_url)
+    inputs = write_inputs(tmp_path / "in.jsonl", [f"n{n}" for n in range(6)])
+    leader, follower = pty.openpty()
+    env = {**cli.env, "COLUMNS": "160"}
+    env.pop("NO_COLOR", None)
+    argv = [RUNNER, "batch", str(agent), str(inputs), "-o", "out.jsonl", "-c", "2"]
+    process = subprocess.Popen(
+        argv, cwd=cli.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(timeout=60)
+    os.close(leader)
+    text = seen.decode("utf-8", "replace")
+    assert process.returncode == 0, text
+    assert "6/6" in text and "━" in text  # rich's bar and its count
+    assert "batch: 6 items: 6 ok" in text

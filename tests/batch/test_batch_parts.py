@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +103,43 @@ def test_an_items_hash_covers_its_input_and_vars_but_not_its_id() -> None:
 def test_a_deeply_nested_line_is_a_malformed_item_not_a_crash() -> None:
     (item,) = parse_lines(["[" * 100_000 + "]" * 100_000])
     assert item.problem is not None and item.problem.startswith("input line 1:")
+
+
+def test_a_batch_opens_one_model_client_per_eight_items_and_requests_go_to_the_least_busy() -> None:
+    import asyncio
+    import dataclasses
+
+    from runner.agentfile import load_agent
+    from runner.batch.limiter import LimitedModel
+    from runner.batch.models import PooledModel, batch_model
+    from runner.models.base import Request
+    from runner.runtime.settings import RuntimeSettings
+    from runner.testing import ScriptedModel, text
+
+    config = load_agent(Path(__file__).resolve().parents[2] / "examples" / "weather.yaml")
+    settings = RuntimeSettings(write_transcript=False)
+    pooled = batch_model(config, settings, concurrency=32)
+    assert isinstance(pooled, PooledModel) and len(pooled.models) == 4
+    assert len({id(model) for model in pooled.models}) == 4
+    assert batch_model(config, settings, concurrency=8) is None  # the runtime's own model
+    recording = dataclasses.replace(settings, record=Path("/tmp/never-written.jsonl"))
+    assert batch_model(config, recording, concurrency=32) is None  # one cassette, one model
+    limited = batch_model(config, settings, concurrency=4, limiter=RateLimiter(rpm=5))
+    assert isinstance(limited, LimitedModel)
+
+    first, second = ScriptedModel([text("a"), text("c")]), ScriptedModel([text("b")])
+    pool = PooledModel([first, second])
+    request = Request(model="m", messages=[{"role": "user", "content": "x"}])
+
+    async def both() -> list[Any]:
+        async def streamed() -> Any:
+            async for event in pool.stream(request):
+                await asyncio.sleep(0.05)  # still busy while the second request starts
+                last = event
+            return last.reply.content
+
+        return list(await asyncio.gather(streamed(), pool.complete(request)))
+
+    results = asyncio.run(both())
+    assert results[0] == "a" and results[1].content == "b"
+    assert len(first.requests) == 1 and len(second.requests) == 1
