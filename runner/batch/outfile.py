@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -69,9 +69,11 @@ class OutFile:
         """Read what the file holds; refuse one of another batch; drop what will run again."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
-        keep: list[str] = []
+        keep: set[int] = set()  # the numbers of the lines kept (their text stays in the file)
         foreign: list[str] = []
-        for number, line, record in _lines(self.path):
+        total = 0
+        for number, _, record in _lines(self.path):
+            total += 1
             why = _foreign(record, index, agent_sha256)
             if why is not None:
                 foreign.append(f"line {number}: {why}")
@@ -80,7 +82,7 @@ class OutFile:
             key = item_key(record["id"])
             if record.get("status") == "ok" and key not in self.done:
                 self.done[key] = record["input_sha256"]
-                keep.append(line)
+                keep.add(number)
         if foreign and not force:
             more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
             raise ConfigError(
@@ -89,10 +91,10 @@ class OutFile:
                 "do not belong",
             )
         self.kept = len(keep)
-        total = sum(1 for _ in _lines(self.path))
         if total != len(keep) or not _ends_with_newline(self.path):
             self.dropped = total - len(keep)
-            _replace(self.path, keep, fsync=self.fsync)
+            lines = (line for number, line, _ in _lines(self.path) if number in keep)
+            _replace(self.path, lines, fsync=self.fsync)
 
     # ----------------------------------------------------------------- writing
 
@@ -117,13 +119,38 @@ class OutFile:
             self._file = None
 
     def put_in_order(self, index: InputIndex) -> bool:
-        """Rewrite the file in input order if it is not (one atomic replace); whether it did."""
-        orders = [(index.order(record or {}), number) for number, _, record in _lines(self.path)]
-        if all(a <= b for a, b in itertools.pairwise(orders)):
+        """Rewrite the file in input order if it is not (one atomic replace); whether it did.
+
+        Only each line's place and length are held, not its text: memory stays small for any size.
+        """
+        spans: list[tuple[int, int, int]] = []  # (input order, offset, length)
+        with self.path.open("rb") as file:
+            offset = 0
+            for raw in file:
+                if raw.strip():
+                    spans.append((index.order(_record(raw)), offset, len(raw)))
+                offset += len(raw)
+        if all(a[0] <= b[0] for a, b in itertools.pairwise(spans)):
             return False
-        lines = {number: line for number, line, _ in _lines(self.path)}
-        _replace(self.path, [lines[number] for _, number in sorted(orders)], fsync=self.fsync)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with self.path.open("rb") as source, temporary.open("wb") as target:
+            for _, start, length in sorted(spans):
+                source.seek(start)
+                line = source.read(length)
+                target.write(line if line.endswith(b"\n") else line + b"\n")
+            target.flush()
+            if self.fsync:
+                os.fsync(target.fileno())
+        os.replace(temporary, self.path)
         return True
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
@@ -161,7 +188,7 @@ def _ends_with_newline(path: Path) -> bool:
         return file.read(1) == b"\n"
 
 
-def _replace(path: Path, lines: list[str], *, fsync: bool) -> None:
+def _replace(path: Path, lines: Iterable[str], *, fsync: bool) -> None:
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("w", encoding="utf-8", errors="surrogateescape") as file:
         file.writelines(lines)
