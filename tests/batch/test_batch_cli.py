@@ -221,3 +221,41 @@ def test_on_a_terminal_progress_is_a_rich_bar_on_stderr(cli: Cli, serve: Any, tm
     assert process.returncode == 0, text
     assert "6/6" in text and "━" in text  # rich's bar and its count
     assert "batch: 6 items: 6 ok" in text
+
+
+def test_batch_help_is_plain_has_an_example_and_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    from tests.test_startup_imports import HEAVY, _imported_modules
+
+    out = subprocess.run(
+        [sys.executable, "-m", "runner", "batch", "--help"],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "100"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "<str>" not in out.stdout and "Example: runner batch" in out.stdout
+    assert "--max-cost-usd" in out.stdout and "--unordered" in out.stdout and "--backend" in out.stdout
+    assert sorted(set(HEAVY) & _imported_modules("batch", "--help")) == []
+
+
+def test_fast_path_with_litellm_path_gives_the_same_lines(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    """Both model paths answer the same items the same (timing, session ids, the server's token estimate
+    of each body and the wording of the error aside)."""
+    server = serve(adder(), repeat=True)
+    agent = make_agent(tmp_path / "a", server.base_url)
+    inputs = write_inputs(tmp_path / "in.jsonl", ["a", {"id": "b", "input": "bee"}, "please fail"])
+    lines = {}
+    for fast in ("1", "0"):
+        result = cli(
+            "batch", str(agent), str(inputs), "-o", f"out{fast}.jsonl", extra_env={"RUNNER_FAST_PATH": fast}
+        )
+        assert result.returncode == 1, result.stderr
+        lines[fast] = [
+            {k: v for k, v in line.items() if k not in ("duration_s", "session_id", "error", "usage")}
+            for line in read_out(tmp_path / f"out{fast}.jsonl")
+        ]
+    assert lines["1"] == lines["0"]
+    assert [line["status"] for line in lines["0"]] == ["ok", "ok", "error"]
