@@ -59,6 +59,10 @@ def _check_backend(command: BatchCommand) -> None:
         raise ConfigError("--address names a Ray cluster: it goes with --backend ray")
     if command.limits.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
+    if command.out.is_dir():
+        raise ConfigError(f"-o {command.out} is a folder; give the output file's path")
+    if command.inputs != "-" and Path(command.inputs).resolve() == command.out.resolve():
+        raise ConfigError("-o names the input file: the results would overwrite the inputs")
 
 
 def _open_inputs(ref: str, stack: ExitStack) -> tuple[Path, str]:

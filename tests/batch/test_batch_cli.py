@@ -160,6 +160,21 @@ def test_the_ray_backend_is_refused_clearly(cli: Cli, tmp_path: Path) -> None:
     assert result.returncode == 2 and "--address names a Ray cluster" in result.stderr
 
 
+def test_bad_options_are_refused_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_text('"x"\n', encoding="utf-8")
+    agent = make_agent(tmp_path / "a", "http://127.0.0.1:9/v1")
+    result = cli("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--concurrency", "0")
+    assert result.returncode == 2 and "--concurrency must be at least 1" in result.stderr
+    result = cli("batch", str(agent), "in.jsonl", "-o", "in.jsonl")
+    assert result.returncode == 2 and "would overwrite the inputs" in result.stderr
+    assert (tmp_path / "in.jsonl").read_text(encoding="utf-8") == '"x"\n'
+    result = cli("batch", str(agent), "in.jsonl", "-o", str(tmp_path))
+    assert result.returncode == 2 and "is a folder" in result.stderr
+    result = cli("batch", str(agent), "in.jsonl", "-o", "o.jsonl", "--backend", "spark")
+    assert result.returncode == 2 and "--backend must be local or ray" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out.jsonl").exists()
+
+
 def test_limit_runs_only_the_first_items_and_a_rerun_without_it_does_the_rest(
     cli: Cli, serve: Any, tmp_path: Path
 ) -> None:
