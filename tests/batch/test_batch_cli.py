@@ -274,3 +274,18 @@ def test_fast_path_with_litellm_path_gives_the_same_lines(cli: Cli, serve: Any, 
         ]
     assert lines["1"] == lines["0"]
     assert [line["status"] for line in lines["0"]] == ["ok", "ok", "error"]
+
+
+def test_rate_limits_wrap_the_pooled_clients_and_every_item_still_runs(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    server = serve(adder(), repeat=True)
+    agent = make_agent(tmp_path / "a", server.base_url)
+    inputs = write_inputs(tmp_path / "in.jsonl", [f"n{n}" for n in range(20)])
+    result = cli(
+        "batch", str(agent), str(inputs), "-o", "out.jsonl", "-c", "16", "--rpm", "600", "--tpm", "100000"
+    )
+    assert result.returncode == 0, result.stderr
+    lines = read_out(tmp_path / "out.jsonl")
+    assert [line["answer"] for line in lines] == [f"ANSWER n{n}: 5" for n in range(20)]
+    assert len(server.requests) == 40
