@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -52,6 +52,8 @@ class OutFile:
 
     path: Path
     fsync: bool = False
+    redact: Callable[[Any], Any] | None = None
+    """Applied to each record before it is written (the agent's secrets, as in its transcripts)."""
     done: dict[str, str] = field(default_factory=dict)
     """The items already ``ok`` in the file: id → input hash."""
     kept: int = 0
@@ -106,6 +108,8 @@ class OutFile:
         """Append one item's line, flushed (fsynced with ``fsync``)."""
         assert self._file is not None
         record = valid_record(result.as_record())
+        if self.redact is not None:
+            record = self.redact(record)
         self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
         if self.fsync:

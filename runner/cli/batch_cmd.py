@@ -25,7 +25,7 @@ from runner.cli.batch_progress import BatchProgress, summary_line
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
 from runner.errors import ConfigError
-from runner.store.transcript import file_sha256
+from runner.store.transcript import Redactor, file_sha256
 
 __all__ = ["BatchCommand", "run_batch_command"]
 
@@ -107,7 +107,7 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
     with ExitStack() as stack:
         path, name = _open_inputs(command.inputs, stack)
         index, count = _index(path, name)
-        out = OutFile(command.out, fsync=settings.fsync)
+        out = OutFile(command.out, fsync=settings.fsync, redact=Redactor(config.secrets).record)
         out.resume(index, agent_sha256=agent_sha, force=command.force)
         if out.kept:
             note = f"{out.path}: {out.kept} items done before are kept"

@@ -289,3 +289,15 @@ def test_rate_limits_wrap_the_pooled_clients_and_every_item_still_runs(
     lines = read_out(tmp_path / "out.jsonl")
     assert [line["answer"] for line in lines] == [f"ANSWER n{n}: 5" for n in range(20)]
     assert len(server.requests) == 40
+
+
+def test_the_agents_secrets_are_redacted_in_the_output_file(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    secret = "sk-batch-0123456789abcdef"
+    server = serve([{"content": f"the key is {secret}"}], repeat=True)
+    agent = make_agent(tmp_path / "a", server.base_url)
+    inputs = write_inputs(tmp_path / "in.jsonl", ["leak it"])
+    result = cli("batch", str(agent), str(inputs), "-o", "out.jsonl", extra_env={"TEST_API_KEY": secret})
+    assert result.returncode == 0, result.stderr
+    assert server.headers[0]["authorization"] == f"Bearer {secret}"  # the key was in use
+    text = (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+    assert secret not in text and read_out(tmp_path / "out.jsonl")[0]["answer"] == "the key is ***"
