@@ -123,6 +123,7 @@ class Batch:
         if limiter is None and (self.limits.rpm or self.limits.tpm):
             self.limiter = RateLimiter(rpm=self.limits.rpm or None, tpm=self.limits.tpm or None)
         self.runner: ItemRunner | None = None
+        self._runtime: AgentRuntime | None = None
         self._interrupted = False
 
     # ----------------------------------------------------------------- control
@@ -152,8 +153,12 @@ class Batch:
 
     # ----------------------------------------------------------------- running
 
-    async def open(self) -> AgentRuntime:
-        """The batch's runtime: its model a client per few items, behind the rate limiter if any."""
+    # The three methods below are where items run: here, on one runtime in this process. A backend
+    # that runs items elsewhere overrides them; feeding, order, budgets and stats stay as they are.
+
+    async def start(self) -> None:
+        """Open the batch's runtime (its model a client per few items, behind the rate limiter if
+        any) and the ``ItemRunner`` on it."""
         model = batch_model(
             self.config,
             self.settings,
@@ -161,13 +166,9 @@ class Batch:
             given=self.model,
             limiter=self.limiter,
         )
-        return await open_runtime(self.config, self.settings, model=model)
-
-    async def results(self) -> AsyncIterator[ItemResult]:
-        """Each item's result (in input order when ``ordered``); the runtime closes at the end."""
-        runtime = await self.open()
+        self._runtime = await open_runtime(self.config, self.settings, model=model)
         self.runner = ItemRunner(
-            runtime,
+            self._runtime,
             agent_sha256=self.agent_sha256,
             variables=self.variables,
             retries=self.limits.retries,
@@ -176,6 +177,21 @@ class Batch:
         )
         if self._interrupted:
             self.runner.interrupt()
+
+    async def run_item(self, item: BatchItem) -> ItemResult:
+        """Run one item (never raises for the item's own errors)."""
+        assert self.runner is not None
+        return await self.runner.run(item)
+
+    async def stop(self) -> None:
+        """Close what ``start`` opened."""
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            await runtime.aclose()
+
+    async def results(self) -> AsyncIterator[ItemResult]:
+        """Each item's result (in input order when ``ordered``); the runtime closes at the end."""
+        await self.start()
         concurrency = max(1, self.limits.concurrency)
         flow = _Flow(asyncio.Queue(maxsize=1), asyncio.Queue(), asyncio.Semaphore(self.window))
         flow.tasks.append(asyncio.create_task(self._feed(flow, concurrency), name="runner-batch-feed"))
@@ -189,7 +205,7 @@ class Batch:
             for task in [*flow.tasks, closer]:
                 task.cancel()
             await asyncio.gather(*flow.tasks, closer, return_exceptions=True)
-            await asyncio.shield(runtime.aclose())
+            await asyncio.shield(self.stop())
 
     async def _feed(self, flow: _Flow, workers: int) -> None:
         try:
@@ -212,7 +228,6 @@ class Batch:
                 await flow.work.put(None)
 
     async def _work(self, flow: _Flow) -> None:
-        assert self.runner is not None
         stats = self.stats
         while (entry := await flow.work.get()) is not None:
             seq, item = entry
@@ -222,7 +237,7 @@ class Batch:
                 continue
             stats.in_flight += 1
             try:
-                result = await self.runner.run(item)
+                result = await self.run_item(item)
             finally:
                 stats.in_flight -= 1
             stats.item_seconds += result.duration_s
