@@ -143,3 +143,14 @@ def test_a_batch_opens_one_model_client_per_eight_items_and_requests_go_to_the_l
     results = asyncio.run(both())
     assert results[0] == "a" and results[1].content == "b"
     assert len(first.requests) == 1 and len(second.requests) == 1
+
+
+def test_an_items_result_travels_as_json_and_comes_back_equal() -> None:
+    import pickle
+
+    (item,) = parse_lines(['{"id": "q", "input": "x", "vars": {"k": [1, 2]}}'])
+    assert pickle.loads(pickle.dumps(item)) == item
+    result = ItemResult(id="q", line=1, status="ok", answer="a", output={"k": [1]}, usage={"total_tokens": 3})
+    record = json.loads(json.dumps(result.as_record()))
+    assert "interrupted" not in record
+    assert ItemResult.from_record({**record, "later_field": 1}) == result
