@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"runtime"},
     {"session"},
     {"watch"},
-    {"serve", "testing", "api"},
+    {"serve", "testing", "api", "batch"},
     {"integrations", "cli"},
     {"__main__"},
 ]

@@ -1,0 +1,202 @@
+"""The output file of a batch: what a rerun may skip, what it refuses, appending, putting it in order.
+
+One JSON line per item (``ItemResult.as_record``). Lines are appended as items finish, each one
+flushed (and fsynced with ``RUNNER_FSYNC``), so a ``kill -9`` loses only the items that were running.
+When the batch ends, the file is put in input order by one atomic rewrite (unless unordered).
+
+A rerun (``OutFile.resume``) reads the file first:
+
+- an ``ok`` line whose id, input hash and agent hash match the input is kept, and its item skipped;
+- any other line of an input item (``error``, ``limit``) is dropped: that item runs again;
+- a torn last line (a kill mid-write) is dropped;
+- a line from another agent file, of an id the input does not have, or with another input under
+  its id, means the file belongs to another batch: refused (``ConfigError``, exit 2), unless
+  ``force``, which drops those lines.
+
+Dropping is one rewrite to a temporary file and ``os.replace``: at every moment the file on disk
+holds at most one line per item, and never loses an ``ok`` one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from runner.batch.inputs import BatchItem, item_key
+from runner.batch.record import ItemResult
+from runner.errors import ConfigError
+from runner.text import valid_record
+
+__all__ = ["InputIndex", "OutFile"]
+
+
+@dataclass(frozen=True, slots=True)
+class InputIndex:
+    """Each input item's line and hash, by id (what a resumed output file is checked against)."""
+
+    entries: Mapping[str, tuple[int, str]]
+
+    def order(self, record: Mapping[str, Any]) -> int:
+        entry = self.entries.get(item_key(record.get("id")))
+        return entry[0] if entry is not None else 1 << 62
+
+
+@dataclass
+class OutFile:
+    """The batch's output file, opened for appending after ``resume`` checked what it holds."""
+
+    path: Path
+    fsync: bool = False
+    redact: Callable[[Any], Any] | None = None
+    """Applied to each record before it is written (the agent's secrets, as in its transcripts)."""
+    done: dict[str, str] = field(default_factory=dict)
+    """The items already ``ok`` in the file: id → input hash."""
+    kept: int = 0
+    dropped: int = 0
+    """Lines dropped by ``resume`` (failed or limited items, a torn line, lines ``force`` set aside)."""
+    _file: IO[str] | None = None
+
+    def skip(self, item: BatchItem) -> bool:
+        """Whether ``item`` is already ``ok`` in the file (same id, same input)."""
+        return self.done.get(item_key(item.id)) == item.sha256
+
+    # ----------------------------------------------------------------- resuming
+
+    def resume(self, index: InputIndex, *, agent_sha256: str, force: bool = False) -> None:
+        """Read what the file holds; refuse one of another batch; drop what will run again."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        keep: set[int] = set()  # the numbers of the lines kept (their text stays in the file)
+        foreign: list[str] = []
+        total = 0
+        for number, _, record in _lines(self.path):
+            total += 1
+            why = _foreign(record, index, agent_sha256)
+            if why is not None:
+                foreign.append(f"line {number}: {why}")
+                continue
+            assert record is not None
+            key = item_key(record["id"])
+            if record.get("status") == "ok" and key not in self.done:
+                self.done[key] = record["input_sha256"]
+                keep.add(number)
+        if foreign and not force:
+            more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+            raise ConfigError(
+                f"{self.path} is the output of another batch: {foreign[0]}{more}",
+                hint="give another -o, or --force to run those items again and drop the lines that "
+                "do not belong",
+            )
+        self.kept = len(keep)
+        if total != len(keep) or not _ends_with_newline(self.path):
+            self.dropped = total - len(keep)
+            lines = (line for number, line, _ in _lines(self.path) if number in keep)
+            _replace(self.path, lines, fsync=self.fsync)
+
+    # ----------------------------------------------------------------- writing
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def write(self, result: ItemResult) -> None:
+        """Append one item's line, flushed (fsynced with ``fsync``)."""
+        assert self._file is not None
+        record = valid_record(result.as_record())
+        if self.redact is not None:
+            record = self.redact(record)
+        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            if self.fsync:
+                os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def put_in_order(self, index: InputIndex) -> bool:
+        """Rewrite the file in input order if it is not (one atomic replace); whether it did.
+
+        Only each line's place and length are held, not its text: memory stays small for any size.
+        """
+        spans: list[tuple[int, int, int]] = []  # (input order, offset, length)
+        with self.path.open("rb") as file:
+            offset = 0
+            for raw in file:
+                if raw.strip():
+                    spans.append((index.order(_record(raw)), offset, len(raw)))
+                offset += len(raw)
+        if all(a[0] <= b[0] for a, b in itertools.pairwise(spans)):
+            return False
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with self.path.open("rb") as source, temporary.open("wb") as target:
+            for _, start, length in sorted(spans):
+                source.seek(start)
+                line = source.read(length)
+                target.write(line if line.endswith(b"\n") else line + b"\n")
+            target.flush()
+            if self.fsync:
+                os.fsync(target.fileno())
+        os.replace(temporary, self.path)
+        return True
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
+    """Each non-blank line: its number, its text (with newline), its record (None: not JSON)."""
+    with path.open(encoding="utf-8", errors="surrogateescape") as file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+            if record is None and not line.endswith("\n"):
+                return  # a torn last line: what a kill mid-write leaves
+            yield number, line if line.endswith("\n") else line + "\n", record
+
+
+def _foreign(record: dict[str, Any] | None, index: InputIndex, agent_sha256: str) -> str | None:
+    """Why a line does not belong to this batch; None when it does."""
+    if not isinstance(record, dict) or "id" not in record or "input_sha256" not in record:
+        return "not a line of a batch output"
+    if record.get("agent_sha256") != agent_sha256:
+        return "written by another agent file (its sha256 differs)"
+    entry = index.entries.get(item_key(record["id"]))
+    if entry is None:
+        return f"id {record['id']!r} is not in the input"
+    if entry[1] != record["input_sha256"]:
+        return f"id {record['id']!r} has another input now (input line {entry[0]})"
+    return None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
+
+
+def _replace(path: Path, lines: Iterable[str], *, fsync: bool) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8", errors="surrogateescape") as file:
+        file.writelines(lines)
+        file.flush()
+        if fsync:
+            os.fsync(file.fileno())
+    os.replace(temporary, path)

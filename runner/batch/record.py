@@ -1,0 +1,58 @@
+"""What one item of a batch gave: ``ItemResult``, a plain record that is one line of the output file."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ItemResult", "Status"]
+
+Status = Literal["ok", "error", "limit"]
+
+
+@dataclass(slots=True)
+class ItemResult:
+    """One item's result: what ``run_batch`` yields and what a line of ``OUT.jsonl`` holds.
+
+    Every field is JSON-serializable (``as_record``); an item run elsewhere (another process, a
+    worker) sends back the same record.
+    """
+
+    id: str | int
+    line: int
+    status: Status
+    answer: str = ""
+    """The last turn's answer text."""
+    output: Any = None
+    """The structured answer (the agent has ``output:``): its JSON value; None otherwise."""
+    error: str | None = None
+    reason: str | None = None
+    """Why the run stopped (``done``, ``limit``, ``max_steps``, ...); None when it failed."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+    session_id: str | None = None
+    """The transcript of the item's (last) attempt: ``runner sessions show ID``."""
+    attempts: int = 1
+    transient: bool = False
+    """The error was transient (a retryable model error: 429, 5xx, network); ``--retries`` retries it."""
+    input_sha256: str = ""
+    agent_sha256: str = ""
+    interrupted: bool = False
+    """Ctrl+C stopped it: not written, the next run does it again."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def as_record(self) -> dict[str, Any]:
+        """The output line (without the ``interrupted`` flag, which is never written)."""
+        record = asdict(self)
+        del record["interrupted"]
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ItemResult:
+        """An ``ItemResult`` from a line written by ``as_record`` (unknown keys ignored)."""
+        known = {name: record[name] for name in cls.__dataclass_fields__ if name in record}
+        return cls(**known)

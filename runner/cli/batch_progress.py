@@ -1,0 +1,136 @@
+"""What ``runner batch`` shows on stderr while it runs: a rich progress bar on a terminal, plain
+periodic lines otherwise, and the summary at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import IO, Any
+
+from runner.batch import BatchStats
+
+__all__ = ["BatchProgress", "summary_line"]
+
+
+def _counts(stats: BatchStats) -> str:
+    parts = [f"{stats.ok} ok", f"{stats.failed} failed"]
+    if stats.limited:
+        parts.append(f"{stats.limited} limit")
+    parts.append(f"{stats.in_flight} running")
+    return ", ".join(parts)
+
+
+def _usage(stats: BatchStats) -> str:
+    if stats.unpriced and not stats.cost_usd:
+        return f"{stats.tokens} tokens, cost unknown"
+    unknown = f" (+{stats.unpriced} calls of unknown cost)" if stats.unpriced else ""
+    return f"{stats.tokens} tokens, ${stats.cost_usd:.4f}{unknown}"
+
+
+class BatchProgress:
+    """Shows ``stats`` every ``interval_s`` (plain) or live (rich) until ``stop``."""
+
+    def __init__(
+        self, stats: BatchStats, *, total: int, err: IO[str] | None = None, interval_s: float = 10.0
+    ):
+        self.stats = stats
+        self.total = total
+        self.err = err or sys.stderr
+        self.interval_s = interval_s
+        self.started = time.monotonic()
+        self._task: asyncio.Task[None] | None = None
+        self._live: Any = None
+
+    def start(self) -> None:
+        if self.err.isatty():
+            self._start_rich()
+        self._task = asyncio.create_task(self._tick())
+
+    def _start_rich(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._live = Progress(
+            TextColumn("batch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]} · {task.fields[rate]} · {task.fields[usage]}"),
+            TimeRemainingColumn(),
+            console=Console(file=self.err),
+            transient=False,
+        )
+        self._bar = self._live.add_task("batch", total=self.total, counts="", rate="", usage="")
+        self._live.start()
+
+    def _rate(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return f"{self.stats.finished / elapsed:.1f} items/s"
+
+    def _eta(self) -> str:
+        stats, elapsed = self.stats, time.monotonic() - self.started
+        left = self.total - stats.finished - stats.skipped
+        if stats.finished == 0 or left <= 0:
+            return ""
+        return f", about {left * elapsed / stats.finished:.0f} s left"
+
+    def show(self) -> None:
+        stats = self.stats
+        if self._live is not None:
+            self._live.update(
+                self._bar,
+                completed=stats.finished + stats.skipped,
+                counts=_counts(stats),
+                rate=self._rate(),
+                usage=_usage(stats),
+            )
+            return
+        done = stats.finished + stats.skipped
+        line = f"batch: {done}/{self.total} ({_counts(stats)}) {self._rate()}, {_usage(stats)}{self._eta()}"
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    async def _tick(self) -> None:
+        """Live: redraw five times a second. Plain: a line every ``interval_s`` or tenth of the items."""
+        if self._live is not None:
+            while True:
+                await asyncio.sleep(0.2)
+                self.show()
+        shown_at, shown_tenth = time.monotonic(), 0
+        while True:
+            await asyncio.sleep(0.25)
+            stats = self.stats
+            tenth = (stats.finished + stats.skipped) * 10 // max(self.total, 1)
+            if tenth > shown_tenth or time.monotonic() - shown_at >= self.interval_s:
+                shown_at, shown_tenth = time.monotonic(), tenth
+                self.show()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._live is not None:
+            self.show()
+            self._live.stop()
+
+
+def summary_line(
+    stats: BatchStats, *, total: int, elapsed_s: float, out: str, interrupted: bool = False
+) -> str:
+    """The last lines on stderr: what ran, what it cost, why it stopped."""
+    rate = stats.finished / elapsed_s if elapsed_s > 0 else 0.0
+    parts = [f"{stats.ok} ok", f"{stats.failed} failed", f"{stats.limited} limit"]
+    if stats.skipped:
+        parts.append(f"{stats.skipped} done before (skipped)")
+    text = (
+        f"batch: {total} items: {', '.join(parts)}; {_usage(stats)}; "
+        f"{elapsed_s:.1f} s ({rate:.1f} items/s) → {out}"
+    )
+    left = total - stats.finished - stats.skipped
+    if stats.stopped is not None:
+        text += f"\nbatch stopped: {stats.stopped}; {left} items not started. Run the same command again"
+        text += " (with a higher budget) to continue."
+    elif interrupted:
+        text += f"\nbatch interrupted: {left} items not done. Run the same command again to continue."
+    elif stats.failed or stats.limited:
+        text += "\nrun the same command again to retry the items that did not end ok."
+    return text
