@@ -27,10 +27,11 @@ from runner.agentfile.config import AgentConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
 from runner.models.base import Model, Usage
-from runner.modes.structured import OutputPlan, plan_output, refuses_schema
+from runner.modes.structured import OutputPlan
 from runner.runtime.host import RuntimeHost
 from runner.runtime.prompts import compose_system
 from runner.runtime.runtime import AgentRuntime
+from runner.session.answers import next_plan, session_plan
 from runner.session.conversation import Conversation
 from runner.session.decisions import EndTurn
 from runner.session.events import EventSink, LoopEvent, Note, UsageUpdate
@@ -38,16 +39,13 @@ from runner.session.gate import Confirmation
 from runner.session.hookglue import SessionHooks
 from runner.session.limits import Budget
 from runner.session.options import RunOptions, RunResult, lowered_limits
+from runner.session.records import open_transcript, restored_system
 from runner.session.turn import Turn, TurnResult
 from runner.store.transcript import (
-    REDACTED,
-    Redactor,
     Transcript,
-    TranscriptWriter,
     new_session_id,
-    sessions_dir,
 )
-from runner.text import counted, one_line
+from runner.text import counted
 from runner.tools.base import RunContext
 
 __all__ = ["Session", "current_session"]
@@ -99,31 +97,16 @@ class Session:
         self._lease: RuntimeHost | None = None  # the host this session holds its runtime from
         self.ended: str | None = None
         """Why a ``session_start`` hook ended the session; no turn runs after that."""
-        self.conversation = Conversation(self._open_transcript(resume))
+        self.conversation = Conversation(open_transcript(self, resume))
         self._apply_runtime()
         if resume is not None:
             self.conversation.restore(
                 resume.history(),
-                system=self._restored_system(resume),
+                system=restored_system(self, resume),
                 errors=resume.error_call_ids(),
                 turns=resume.turns(),
             )
             self._started = True  # a resumed session already ran its session_start hooks
-
-    def _restored_system(self, resume: Transcript) -> dict[str, Any] | None:
-        """The recorded system prompt; when secrets were redacted out of it, the same prompt composed
-        again with them (what is written is redacted, what is sent never is)."""
-        recorded = resume.system_prompt()
-        if recorded is None or REDACTED not in str(recorded.get("content")):
-            return recorded
-        first = next((m.get("content") for m in resume.history() if m.get("role") == "user"), "")
-        try:
-            composed = self.runtime.prompts.system(first if isinstance(first, str) else "", self.variables)
-        except RunnerError:
-            return recorded
-        if composed is not None and Redactor(self.runtime.config.secrets).record(composed) == recorded:
-            return composed
-        return recorded  # the agent file changed since: keep what ran, as it was written
 
     @classmethod
     async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:
@@ -143,31 +126,6 @@ class Session:
         return session
 
     # ----------------------------------------------------------------- set-up
-
-    def _open_transcript(self, resume: Transcript | None) -> TranscriptWriter | None:
-        runtime = self.runtime
-        write = self.options.transcript
-        if write is None:
-            write = runtime.settings.write_transcript
-        if not write:
-            return None
-        path = sessions_dir(runtime.settings.home) / f"{self.session_id}.jsonl"
-        transcript = TranscriptWriter(path, Redactor(runtime.config.secrets), fsync=runtime.settings.fsync)
-        settings = runtime.settings
-        if resume is None:
-            transcript.header(
-                session_id=self.session_id,
-                agent=runtime.name,
-                agent_path=str(runtime.config.path),
-                agent_sha256=runtime.provenance.sha256,
-                git=runtime.provenance.git,
-                model=self.model.name,
-                replay=str(settings.replay) if settings.replay else None,
-                record=str(settings.record) if settings.record else None,
-            )
-        else:
-            transcript.event("resume", agent_sha256=runtime.provenance.sha256)
-        return transcript
 
     def _apply_runtime(self) -> None:
         """Derive what the session takes from its runtime (at open and after a reload)."""
@@ -194,37 +152,15 @@ class Session:
 
     def _plan_output(self) -> None:
         """How this session asks for a structured answer (None: the agent has no ``output:``)."""
-        runtime = self.runtime
-        output = runtime.output or self.options.output
-        self.output_plan: OutputPlan | None = None
-        if output is not None:
-            self.output_plan = plan_output(
-                output,
-                mode=runtime.mode.kind,
-                model=self.model,
-                tool_names=[*runtime.registry.names(), *self.client_names],
-                learned=runtime.learned_output.get(self.model.name),
-            )
+        self.output_plan: OutputPlan | None = session_plan(self)
 
     def output_refused(self, error: ModelError) -> bool:
         """The provider refused how the answer was asked for: move to the next strategy (True), once
         per strategy; the runtime remembers it for the sessions after this one."""
-        plan = self.output_plan
-        if plan is None or not refuses_schema(error.status, error.message):
-            return False
-        new = plan.fallback()
+        new = next_plan(self, error)
         if new is None:
             return False
         self.output_plan = new
-        self.runtime.learned_output[self.model.name] = new.strategy
-        self.note(
-            f"the model refused {plan.describe()} ({one_line(error.message, 160)}); "
-            f"the answer now comes as {new.describe()}",
-            "warning",
-        )
-        self.record_event(
-            "output_fallback", refused=plan.strategy, now=new.strategy, error=one_line(error.message, 300)
-        )
         if self.conversation.first_input is not None:  # composed already: again, with the new section
             self._compose_system()
         return True

@@ -12,13 +12,12 @@ A ``Turn`` is also the ``TurnAccess`` the ``prompt`` mode's selector uses.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.agentfile.config import TemplateSource
-from runner.errors import LimitReached, ModelError, OutputError, RunnerError
+from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models.base import (
     Completed,
     Model,
@@ -32,13 +31,12 @@ from runner.models.base import (
     Usage,
 )
 from runner.modes.base import ReplyReader
-from runner.modes.structured import OutputPlan, Verdict
+from runner.session.answers import TurnAnswers
 from runner.session.conversation import NOTE_PREFIX
 from runner.session.decisions import EndTurn, StopReason, decide
 from runner.session.events import (
     AnswerDraft,
     AssistantMessage,
-    OutputReady,
     ReasoningChunk,
     StepStarted,
     TextChunk,
@@ -83,21 +81,6 @@ class TurnResult:
     data: Any = None
 
 
-def session_plan(session: Session) -> OutputPlan:
-    """The session's output plan (only called under ``output:``)."""
-    plan = session.output_plan
-    assert plan is not None
-    return plan
-
-
-def _answered(call: ToolCall, content: str, *, error: bool = False) -> ToolResult:
-    return ToolResult(call.id, call.name, content, is_error=error)
-
-
-#: How much of a refused answer's text stays in the history that goes back to the model.
-REFUSED_ANSWER_CHARS = 20_000
-
-
 class Turn:
     """One turn of a session, on its runtime of the moment."""
 
@@ -113,9 +96,7 @@ class Turn:
         self.calls: StepCalls | None = None
         self.client_calls: list[ToolCall] = []
         self._client_names = session.client_names
-        self.answer: OutputReady | None = None  # the structured answer, once one matched ``output:``
-        self.data: Any = None
-        self.output_failures = 0
+        self.answers = TurnAnswers(self)  # the structured answer, under ``output:``
         self._text = AnswerDraft if session.output_plan is not None else TextChunk
         self.gate = ToolGate(
             GateParts(
@@ -192,7 +173,7 @@ class Turn:
             session.record_event(_STOP_EVENTS.get(end.reason, end.reason), reason=end.reason, note=end.note)
             session.note(note, "warning" if end.reason != "interrupted" else "info")
         session.sink(TurnEnded(self.output, end.reason))
-        answer = self.answer
+        answer = self.answers.ready
         return TurnResult(
             self.output,
             end.reason,
@@ -201,7 +182,7 @@ class Turn:
             client_calls=self.client_calls,
             structured=answer is not None,
             value=answer.value if answer is not None else None,
-            data=self.data,
+            data=self.answers.data,
         )
 
     # ----------------------------------------------------------------- a step
@@ -266,7 +247,7 @@ class Turn:
             if verdict is not None:
                 ran = [started[c.id] for c in reply.tool_calls if c.id in started and c is not verdict.call]
                 results = {o.result.call_id: o.result for o in await gather_in_order(ran)} if ran else {}
-                return self._final_answer(reader, reply, verdict, results)
+                return self.answers.final(reader, reply, verdict, results)
         if not reply.tool_calls:
             if reader.unreadable() and end is None:
                 self._give_results(reader, [])  # unreadable tool blocks: the model reads why and tries again
@@ -396,83 +377,6 @@ class Turn:
             params=params,
             stream=session.stream,
         )
-
-    # ----------------------------------------------------------------- the structured answer
-
-    def _final_answer(
-        self, reader: ReplyReader, reply: Reply, verdict: Verdict, ran: dict[str, ToolResult]
-    ) -> EndTurn | None:
-        """A final answer under ``output:``: accepted (the turn ends), sent back with the validator's
-        message (the model tries again), or refused for good after ``limits.output_retries``.
-        ``ran`` holds the results of the reply's other calls that started while it streamed."""
-        session, plan = self.session, session_plan(self.session)
-        if verdict.ok:
-            if verdict.call is not None:
-                self._answer_calls(
-                    reader, reply, verdict, ran, "Accepted: this is the final answer.", "was given"
-                )
-            self._accept(verdict.value, spoken=verdict.call is not None)
-            return EndTurn("done")
-        self.output_failures += 1
-        tries_left = self.limits.output_retries - self.output_failures + 1
-        problems = list(verdict.problems)
-        session.record_event("output_invalid", attempt=self.output_failures, problems=problems)
-        if tries_left <= 0:
-            self._answer_calls(
-                reader, reply, verdict, ran, f"The answer was refused: {problems[0]}", "was refused"
-            )
-            tries = counted(self.output_failures, "try", "tries")
-            raise OutputError(
-                f"the answer did not match {plan.output.where} after {tries}: {problems[0]}",
-                problems=problems,
-                hint="the transcript keeps every answer; `runner resume ID -p ...` gives the model more "
-                "tries; or raise limits.output_retries, or make the schema or the prompt clearer",
-            )
-        message = plan.repair(verdict, tries_left)
-        # A refused answer goes back cut short: a model that wrote megabytes need not read them again.
-        self.conversation.cut_last(REFUSED_ANSWER_CHARS, "runner: a refused answer")
-        if verdict.call is not None:
-            self._answer_calls(reader, reply, verdict, ran, message, "was refused")
-        else:
-            self.conversation.append({"role": "user", "content": NOTE_PREFIX + message})
-        more = counted(tries_left, "more try", "more tries")
-        session.note(
-            f"the answer does not match {plan.output.where} ({problems[0]}); asking again ({more})", "warning"
-        )
-        return None
-
-    def _answer_calls(
-        self,
-        reader: ReplyReader,
-        reply: Reply,
-        verdict: Verdict,
-        ran: dict[str, ToolResult],
-        answer: str,
-        given: str,
-    ) -> None:
-        """One result per call of ``reply``, in call order: ``answer`` for the final-answer call (an
-        error unless the answer was accepted), the real result of a call that started while the
-        reply streamed, "not executed" for the other calls beside it."""
-        results = [
-            _answered(call, answer, error=not verdict.ok)
-            if call is verdict.call
-            else ran.get(call.id) or _answered(call, f"Not executed: the final answer {given}.", error=True)
-            for call in reply.tool_calls
-        ]
-        self._give_results(reader, results)
-
-    def _accept(self, value: Any, *, spoken: bool) -> None:
-        """The answer matched: the turn's output. An answer given as a final-answer call is also said
-        as the assistant's text, so the history ends with the answer, as a client's would."""
-        plan = session_plan(self.session)
-        text = json.dumps(value, ensure_ascii=False)
-        if spoken:
-            self.conversation.append({"role": "assistant", "content": text})
-        self.output = text
-        self.answer = OutputReady(value, text)
-        self.data = plan.output.instance(value)
-        self.session.record_event("output", value=value)
-        self.session.sink(self.answer)
 
     # ----------------------------------------------------------------- results
 
