@@ -9,65 +9,19 @@ change (reload a session, swap a served agent) is the caller's; this module only
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
-import sys
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.agentfile import load_file
-from runner.agentfile.config import AgentConfig
+from runner.agentfile.members import watched_files
 
 if TYPE_CHECKING:
     from runner.session import Session
-from runner.errors import ConfigError
 
 __all__ = ["DEBOUNCE_MS", "watch_files", "watch_session", "watched_files"]
 
 #: Saves closer together than this are one change (editors write files in several steps).
 DEBOUNCE_MS = 80
-
-
-def _module_file(target: str, base_dir: Path) -> Path | None:
-    module = target.partition(":")[0]
-    sys.path.insert(0, str(base_dir))
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(base_dir))
-    if found is None or not found.origin or found.origin in ("built-in", "frozen"):
-        return None
-    return Path(found.origin).resolve()
-
-
-def watched_files(spec: AgentConfig) -> set[Path]:
-    """The files whose change should reload ``spec``."""
-    files = {spec.path.resolve()}
-    try:
-        document = load_file(spec.path).document
-        files |= {Path(info.file).resolve() for info in document.sources.entries.values()}
-    except ConfigError:
-        pass  # an invalid file is still watched by its own path
-    prompts = spec.prompts
-    for template in (prompts.system, prompts.user, prompts.status, prompts.tool_selection):
-        if template is not None and template.file is not None:
-            files.add(template.file.resolve())
-    root = spec.directory.resolve()
-    targets = [(s.target, s.base_dir) for s in spec.tools if s.kind == "python"]
-    targets += [(h.value, h.base_dir) for chain in spec.hooks.values() for h in chain if h.kind == "python"]
-    for target, base_dir in targets:
-        path = _module_file(target, base_dir)
-        if (
-            path is not None
-            and "site-packages" not in path.parts
-            and (path.is_relative_to(root) or path.is_relative_to(base_dir.resolve()))
-        ):
-            files.add(path)
-    return files
 
 
 async def watch_files(

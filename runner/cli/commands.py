@@ -20,7 +20,6 @@ __all__ = [
     "SKIPPED_DIRS",
     "run_agent",
     "run_render",
-    "run_sessions",
     "run_tools",
     "run_validate",
     "runtime_settings",
@@ -235,12 +234,6 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
     return 2 if failures else 0
 
 
-#: Transcript events ``sessions show`` prints without ``--all`` (the others are bookkeeping).
-_SHOWN_EVENTS = frozenset(
-    {"turn", "error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
-)
-
-
 def _summary(description: str, limit: int = 80) -> str:
     """A tool's summary for the table: its first paragraph, cut at a word with an ellipsis
     (``--json`` shows the whole description)."""
@@ -270,56 +263,3 @@ def _warn_unknown_vars(config: Any, variables: Mapping[str, Any]) -> None:
             close = difflib.get_close_matches(name, sorted(used), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             typer.echo(f"warning: --var {name} is not a variable of {config.name}{hint}", err=True)
-
-
-def run_sessions(action: str, session_id: str | None, *, show_all: bool = False) -> None:
-    """``runner sessions list`` (newest first, with a status) / ``runner sessions show ID``."""
-    from runner.store.transcript import find_transcript, list_transcripts, read_transcript
-
-    settings = runtime_settings(None)
-    if action == "list":
-        paths = list_transcripts(settings.home)
-        if not paths:
-            typer.echo(f"no sessions under {display_path(str(settings.home))}", err=True)
-        for path in reversed(paths):
-            try:
-                t = read_transcript(path)
-            except Exception as exc:  # a broken file should not hide the others
-                typer.echo(f"{path.stem}  (unreadable: {exc})")
-                continue
-            messages = t.messages()
-            first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-            typer.echo(
-                f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
-                f"{' '.join(str(first).split())[:60]}"
-            )
-        return
-    if action != "show" or not session_id:
-        raise ConfigError("usage: runner sessions list | runner sessions show ID")
-    t = read_transcript(find_transcript(settings.home, session_id))
-    h = t.header
-    git = h.get("git") or {}
-    typer.echo(f"session  {t.session_id}")
-    typer.echo(f"agent    {h.get('agent')}  ({h.get('agent_path')})")
-    typer.echo(f"sha256   {h.get('agent_sha256')}")
-    if git:
-        typer.echo(f"git      {git.get('commit')}{' (dirty)' if git.get('dirty') else ''}")
-    typer.echo(
-        f"model    {h.get('model')}   started {h.get('started_at')}   runner {h.get('runner_version')}"
-    )
-    typer.echo(f"status   {t.status()}")
-    for record in t.records:
-        if record.get("type") == "message":
-            content = record.get("content") or ""
-            calls = record.get("tool_calls") or []
-            label = record["role"] + (f" {record['name']}" if record.get("name") else "")
-            text = " ".join(str(content).split())[:200]
-            if calls:
-                text += " -> " + ", ".join(
-                    f"{c['function']['name']}({c['function']['arguments'][:60]})" for c in calls
-                )
-            typer.echo(f"[{label}] {text}")
-        elif show_all or record.get("event") in _SHOWN_EVENTS:
-            typer.echo(
-                f"  ({record.get('event')}: {json.dumps(record.get('data'), ensure_ascii=False)[:160]})"
-            )

@@ -379,16 +379,26 @@ def sessions(
     show_all: Annotated[
         bool, typer.Option("--all", help="show: every transcript event, bookkeeping included.")
     ] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="list: only the sessions of this agent.")
+    ] = None,
+    rev: Annotated[
+        str | None,
+        typer.Option(
+            "--rev", metavar="REV", help="list: only sessions whose agent file was at this revision."
+        ),
+    ] = None,
 ) -> None:
     """List saved sessions (newest first, with how each ended), or show one.
 
-    Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl.
+    Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl. show prints
+    which configuration each turn ran under, and what a reload changed.
 
-    Example: runner sessions list; runner sessions show 20261201-1305
+    Example: runner sessions list --agent weather --rev HEAD~1; runner sessions show 20261201-1305
     """
-    from runner.cli.commands import run_sessions
+    from runner.cli.sessions_cmd import run_sessions
 
-    run_sessions(action, session_id, show_all=show_all)
+    run_sessions(action, session_id, show_all=show_all, agent=agent, rev=rev)
 
 
 @app.command("test")

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
+from runner.agentfile.members import fingerprint
 from runner.agentfile.output import OutputSchema, load_output
 from runner.models.base import Model
 from runner.modes import Mode, choose_mode
@@ -42,6 +43,8 @@ class Provenance:
 
     sha256: str
     git: dict[str, Any] | None
+    #: The sha256 of every file the agent is made of (``agentfile.members.fingerprint``).
+    config_sha256: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +123,7 @@ async def provenance_of(config: AgentConfig) -> Provenance:
 
     def read() -> Provenance:
         try:
-            return Provenance(file_sha256(config.path), git_state(config.path))
+            return Provenance(file_sha256(config.path), git_state(config.path), fingerprint(config))
         except OSError:
             return Provenance("", None)
 

@@ -95,6 +95,7 @@ class Session:
         self._closed = False
         self._dropped = 0
         self._lease: RuntimeHost | None = None  # the host this session holds its runtime from
+        self._config_recorded = ""  # the configuration hash the transcript last recorded
         self.ended: str | None = None
         """Why a ``session_start`` hook ended the session; no turn runs after that."""
         self.conversation = Conversation(open_transcript(self, resume))
@@ -245,14 +246,29 @@ class Session:
         conversation = self.conversation
         if text is not None or conversation.turn == 0:
             conversation.turn += 1
+        self._record_config()
         conversation.event(
-            "turn", turn=conversation.turn, **({} if text is not None else {"continued": True})
+            "turn",
+            turn=conversation.turn,
+            config=self.runtime.provenance.config_sha256[:16],
+            **({} if text is not None else {"continued": True}),
         )
         result = await Turn(self).run(text)
         # A client_tools turn goes on later; Ctrl+C in turn_post / loop_continue ends the run.
         if result.reason not in ("interrupted", "client_tools") and not await self._after_turn():
             result = dataclasses.replace(result, reason="interrupted")
         return result
+
+    def _record_config(self) -> None:
+        """Before a turn on a configuration this transcript has not seen yet (the first, or after a
+        reload): a ``config`` event with its hash and what it is, for ``runner sessions show``."""
+        digest = self.runtime.provenance.config_sha256[:16]
+        if digest == self._config_recorded or self.conversation.transcript is None:
+            return
+        self._config_recorded = digest
+        from runner.runtime.snapshot import config_snapshot
+
+        self.record_event("config", hash=digest, snapshot=config_snapshot(self.runtime))
 
     def _refuse_turn(self) -> TurnResult:
         """``max_turns`` is reached: no more turns; what is still queued is dropped (not silently)."""

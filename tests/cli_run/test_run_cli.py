@@ -307,7 +307,7 @@ def test_sessions_list_is_newest_first_with_how_each_ended_and_show_hides_bookke
     sid = lines[1].split()[0]
     shown = cli("sessions", "show", sid)
     assert "status   done" in shown.stdout
-    assert "(prompt:" not in shown.stdout and "(turn:" in shown.stdout
+    assert "(prompt:" not in shown.stdout and "(turn 1, configuration " in shown.stdout
     assert "(prompt:" in cli("sessions", "show", sid, "--all").stdout
 
 

@@ -1,0 +1,173 @@
+"""``runner sessions list`` / ``runner sessions show ID``: saved transcripts.
+
+``list`` filters by agent name (``--agent``) and by the revision the agent file was at
+(``--rev``: resolved to a commit in each transcript's repository, and matched against the commit
+its header recorded). ``show`` prints the header, the messages, the events that matter, and for
+each turn the configuration it ran under: the hash of every file the agent is made of, and, when a
+reload changed it, what changed (``runtime.snapshot.snapshot_changes``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from runner.cli.commands import runtime_settings
+from runner.cli.main import display_path
+from runner.errors import ConfigError
+
+__all__ = ["run_sessions"]
+
+#: Transcript events ``sessions show`` prints without ``--all`` (the others are bookkeeping).
+SHOWN_EVENTS = frozenset(
+    {"error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
+)
+
+
+@functools.cache
+def _commit_in(directory: str, rev: str) -> str | None:
+    """The commit ``rev`` names in the repository holding ``directory``; None if it names none."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", directory, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _recorded_commits(header: dict[str, Any]) -> set[str]:
+    """The commits a transcript's header says its agent file was at."""
+    commits = set()
+    for key in ("git", "revision"):
+        value = header.get(key)
+        if isinstance(value, dict) and isinstance(value.get("commit"), str):
+            commits.add(value["commit"])
+    return commits
+
+
+def _rev_commit(header: dict[str, Any], rev: str) -> str | None:
+    """The commit ``rev`` names in the repository of the transcript's agent file."""
+    path = str(header.get("agent_path") or "")
+    return _commit_in(str(Path(path).parent) if path else ".", rev)
+
+
+def _list(agent: str | None, rev: str | None) -> None:
+    from runner.store.transcript import list_transcripts, read_transcript
+
+    settings = runtime_settings(None)
+    paths = list_transcripts(settings.home)
+    if not paths:
+        typer.echo(f"no sessions under {display_path(str(settings.home))}", err=True)
+    shown, resolved = 0, False
+    for path in reversed(paths):
+        try:
+            t = read_transcript(path)
+        except Exception as exc:  # a broken file should not hide the others
+            if agent is None and rev is None:
+                typer.echo(f"{path.stem}  (unreadable: {exc})")
+            continue
+        if agent is not None and t.header.get("agent") != agent:
+            continue
+        if rev is not None:
+            commit = _rev_commit(t.header, rev)
+            resolved = resolved or commit is not None
+            if commit is None or commit not in _recorded_commits(t.header):
+                continue
+        shown += 1
+        messages = t.messages()
+        first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        typer.echo(
+            f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
+            f"{' '.join(str(first).split())[:60]}"
+        )
+    if rev is not None and paths and not resolved:
+        raise ConfigError(
+            f"no revision '{rev}' in the repositories of these sessions' agent files",
+            hint="give a commit, branch or tag of the agent's repository (git log)",
+        )
+    if paths and not shown and (agent is not None or rev is not None):
+        which = " ".join(f for f in (f"agent {agent}" if agent else "", f"at {rev}" if rev else "") if f)
+        typer.echo(f"no sessions of {which}", err=True)
+
+
+def _header(t: Any) -> None:
+    h = t.header
+    git = h.get("git") or {}
+    typer.echo(f"session  {t.session_id}")
+    typer.echo(f"agent    {h.get('agent')}  ({h.get('agent_path')})")
+    typer.echo(f"sha256   {h.get('agent_sha256')}")
+    if git:
+        typer.echo(f"git      {git.get('commit')}{' (dirty)' if git.get('dirty') else ''}")
+    revision = h.get("revision")
+    if isinstance(revision, dict):
+        typer.echo(f"revision {revision.get('rev')} = {revision.get('commit')}")
+    typer.echo(
+        f"model    {h.get('model')}   started {h.get('started_at')}   runner {h.get('runner_version')}"
+    )
+    typer.echo(f"status   {t.status()}")
+
+
+def _message(record: dict[str, Any]) -> None:
+    content = record.get("content") or ""
+    calls = record.get("tool_calls") or []
+    label = record["role"] + (f" {record['name']}" if record.get("name") else "")
+    text = " ".join(str(content).split())[:200]
+    if calls:
+        text += " -> " + ", ".join(
+            f"{c['function']['name']}({c['function']['arguments'][:60]})" for c in calls
+        )
+    typer.echo(f"[{label}] {text}")
+
+
+def _show(session_id: str, *, show_all: bool) -> None:
+    from runner.runtime.snapshot import snapshot_changes
+    from runner.store.transcript import find_transcript, read_transcript
+
+    t = read_transcript(find_transcript(runtime_settings(None).home, session_id))
+    _header(t)
+    snapshots: dict[str, dict[str, Any]] = {}
+    current: str | None = None
+    for record in t.records:
+        event, data = record.get("event"), record.get("data") or {}
+        if record.get("type") == "message":
+            _message(record)
+        elif event == "config" and isinstance(data.get("snapshot"), dict):
+            digest = str(data.get("hash"))
+            if current is not None and current in snapshots and digest != current:
+                typer.echo(f"  (configuration changed: {current} -> {digest})")
+                for line in snapshot_changes(snapshots[current], data["snapshot"]) or ["(files changed)"]:
+                    typer.echo(f"    {line}")
+            snapshots[digest] = data["snapshot"]
+            current = digest
+        elif event == "turn":
+            used = data.get("config") or "not recorded"
+            continued = " (continued)" if data.get("continued") else ""
+            typer.echo(f"  (turn {data.get('turn')}{continued}, configuration {used})")
+        elif show_all or event in SHOWN_EVENTS:
+            typer.echo(f"  ({event}: {json.dumps(data, ensure_ascii=False)[:160]})")
+
+
+def run_sessions(
+    action: str,
+    session_id: str | None,
+    *,
+    show_all: bool = False,
+    agent: str | None = None,
+    rev: str | None = None,
+) -> None:
+    """``runner sessions list`` (newest first, with a status) / ``runner sessions show ID``."""
+    if action == "list":
+        _list(agent, rev)
+        return
+    if action != "show" or not session_id:
+        raise ConfigError("usage: runner sessions list [--agent NAME] [--rev REV] | runner sessions show ID")
+    _show(session_id, show_all=show_all)
