@@ -95,7 +95,7 @@ def _audit(config: AgentConfig, context: AuditContext, chain: tuple[tuple[str, s
             if hook.kind == "python":
                 result.python_modules.append(locate(use, hook.value, hook.base_dir))
             elif hook.kind == "command":
-                result.commands.append(CommandUse(use, redact(hook.value)))
+                result.commands.append(CommandUse(use, redact(hook.value), str(hook.base_dir)))
     if config.output is not None and config.output.python:
         result.python_modules.append(locate("output", config.output.python, config.output.base_dir))
     result.variables = _variables(config, context)

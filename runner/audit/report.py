@@ -46,10 +46,11 @@ class ModuleUse:
 
 @dataclass(frozen=True)
 class CommandUse:
-    """A command hook: the line ``/bin/sh -c`` will run."""
+    """A command hook: the line ``/bin/sh -c`` will run, in the folder of the file that wrote it."""
 
     use: str
     command: str
+    cwd: str
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def _sections(audit: AgentAudit, show: Callable[[str], str]) -> list[tuple[str, 
             "python modules",
             [_module(m, show, repository=audit.repository is not None) for m in audit.python_modules],
         ),
-        ("command hooks", [f"{c.use}  {c.command}" for c in audit.commands]),
+        ("command hooks", [f"{c.use}  {c.command}  (in {show(c.cwd)})" for c in audit.commands]),
         (
             "MCP stdio commands",
             [

@@ -56,7 +56,7 @@ def test_the_listing_names_every_kind_grouped(audit_repo: AuditRepo) -> None:
     )
     assert "output  local_models:Answer -> repo/agents/local_models.py" in out
     assert "tools[2]  no_such_module_for_audit  NOT FOUND: no module 'no_such_module_for_audit'" in out
-    assert "hooks.turn_post[0]  touch hook-marker" in out
+    assert "hooks.turn_post[0]  touch hook-marker  (in repo/agents)" in out
     assert (
         "python3 -c open('mcp-marker', 'w').write('ran') --token ***"
         "  env: MCP_MODE, MCP_TOKEN  cwd: repo/agents" in out
@@ -108,6 +108,9 @@ def test_json_has_the_documented_shape(audit_repo: AuditRepo) -> None:
     assert modules["hooks.step_pre[0]"]["where"] == "repository"
     assert modules["hooks.session_end[0]"]["where"] == "outside"
     assert modules["output"]["target"] == "local_models:Answer"
+    assert data["commands"] == [
+        {"use": "hooks.turn_post[0]", "command": "touch hook-marker", "cwd": str(audit_repo.agents.resolve())}
+    ]
     (stdio,) = data["mcp_commands"]
     assert stdio["command"] == "python3" and stdio["env"] == ["MCP_MODE", "MCP_TOKEN"]
     assert stdio["cwd"] == str(audit_repo.agents.resolve())
