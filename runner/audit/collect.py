@@ -34,7 +34,7 @@ from runner.audit.report import (
 )
 from runner.errors import ConfigError
 
-__all__ = ["AuditContext", "audit_agent", "find_repository"]
+__all__ = ["AuditContext", "audit_agent", "find_repository", "placeholder"]
 
 ChildLoader = Callable[[AgentConfig, ToolSourceConfig], AgentConfig]
 
@@ -45,6 +45,15 @@ def find_repository(path: Path) -> Path | None:
         if (folder / ".git").exists():
             return folder
     return None
+
+
+def placeholder(name: str) -> str:
+    """What an unset variable without a default reads as during an audit (``runner.audit.load``)."""
+    return f"<{name} unset>"
+
+
+def _is_placeholder(value: str) -> bool:
+    return value.startswith("<") and value.endswith(" unset>")
 
 
 def _read(path: Path) -> str:
@@ -124,7 +133,7 @@ def _model(config: AgentConfig, redact: Callable[[str], str]) -> dict[str, Any] 
     return {
         "id": redact(model.id),
         "api_base": redact(model.api_base) if model.api_base else None,
-        "api_key": model.api_key is not None,
+        "api_key": model.api_key is not None and not _is_placeholder(model.api_key),
         "fallbacks": [redact(f) for f in model.fallbacks],
         "selector": config.selector.model if config.function_calling == "prompt" else None,
     }

@@ -13,15 +13,10 @@ from pathlib import Path
 
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.agentfile.files import config_from_file, load_file
-from runner.audit.collect import AuditContext, ChildLoader
+from runner.audit.collect import AuditContext, ChildLoader, placeholder
 from runner.audit.envscan import scan_variables
 
-__all__ = ["audit_context", "load_for_audit", "placeholder"]
-
-
-def placeholder(name: str) -> str:
-    """What an unset variable without a default reads as during an audit."""
-    return f"<{name} unset>"
+__all__ = ["audit_context", "load_for_audit", "summary_of"]
 
 
 def _audit_env(path: Path, env: Mapping[str, str]) -> dict[str, str]:

@@ -263,3 +263,20 @@ def test_audit_imports_no_heavy_module(audit_repo: AuditRepo) -> None:
     }
     assert "runner" in names and not {"litellm", "mcp", "httpx", "openai", "starlette", "uvicorn"} & names
     assert audit_repo.markers() == []
+
+
+def test_an_unset_variable_without_default_is_listed_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AUDIT_NO_KEY", raising=False)
+    monkeypatch.delenv("AUDIT_NO_MODEL", raising=False)
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\nname: a\nmodel:\n  id: ${AUDIT_NO_MODEL}\n  api_key: ${AUDIT_NO_KEY}\n", encoding="utf-8"
+    )
+    assert CliRunner().invoke(app, ["validate", "a.yaml"]).exit_code == 2  # a run would fail
+    data = _json(tmp_path / "a.yaml")
+    assert data["model"]["id"] == "<AUDIT_NO_MODEL unset>" and data["model"]["api_key"] is False
+    variables = {v["name"]: (v["set"], v["defaulted"], v["secret"]) for v in data["variables"]}
+    assert variables == {"AUDIT_NO_MODEL": (False, False, False), "AUDIT_NO_KEY": (False, False, True)}
+    assert "AUDIT_NO_KEY  UNSET, no default: a run fails  secret" in _audit("a.yaml").output
