@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from runner.audit.report import AgentAudit, ModuleUse, VariableRead
+from runner.audit.report import (
+    AgentAudit,
+    ConfirmUse,
+    McpCommand,
+    ModuleUse,
+    ShellUse,
+    SubAgent,
+    VariableRead,
+)
 from runner.text import counted
 
 __all__ = ["listing", "summary"]
@@ -35,89 +44,68 @@ def _variable(row: VariableRead) -> str:
     return f"{row.name}  {state}" + ("  secret" if row.secret else "")
 
 
+def _model(model: dict[str, Any] | None) -> list[str]:
+    if model is None:
+        return ["none in the file (given with --model or RUNNER_MODEL)"]
+    parts = [model["id"]]
+    if model["api_base"]:
+        parts.append(f"api_base {model['api_base']}")
+    if model["api_key"]:
+        parts.append("api_key set (not shown)")
+    if model["fallbacks"]:
+        parts.append("fallbacks " + ", ".join(model["fallbacks"]))
+    if model["selector"]:
+        parts.append(f"selector {model['selector']}")
+    return ["  ".join(parts)]
+
+
+def _names(label: str, names: list[str]) -> str:
+    return f"  {label}: {', '.join(names)}" if names else ""
+
+
+def _mcp(m: McpCommand, show: Callable[[str], str]) -> str:
+    cwd = f"  cwd: {show(m.cwd)}" if m.cwd else ""
+    return f"{m.use}  {' '.join([m.command, *m.args])}{_names('env', m.env)}{cwd}"
+
+
+def _shell(s: ShellUse, show: Callable[[str], str]) -> str:
+    return (
+        f"{s.use}  cwd {show(s.cwd)}{_names('env', s.env)}"
+        + ("" if s.inherit_env else "  only PATH, HOME, LANG inherited")
+        + ("  INHERITS SECRETS" if s.inherit_secrets else "")
+        + ("  asks before each command" if s.confirm else "  runs without asking")
+    )
+
+
+def _confirm(c: ConfirmUse) -> str:
+    default = "" if c.written is not None else " (default)"
+    return f"{c.use}  {c.source}  {'asks' if c.asks else 'does not ask'}{default}"
+
+
+def _subagent(s: SubAgent) -> str:
+    status = {"listed": "listed below", "cycle": "a cycle: already listed above"}.get(s.status)
+    return f"{s.use}  {s.target}  {status or f'cannot load: {s.error}'}"
+
+
 def _sections(audit: AgentAudit, show: Callable[[str], str]) -> list[tuple[str, list[str]]]:
-    model = audit.model
-    model_rows = []
-    if model is not None:
-        parts = [model["id"]]
-        if model["api_base"]:
-            parts.append(f"api_base {model['api_base']}")
-        if model["api_key"]:
-            parts.append("api_key set (not shown)")
-        if model["fallbacks"]:
-            parts.append("fallbacks " + ", ".join(model["fallbacks"]))
-        if model["selector"]:
-            parts.append(f"selector {model['selector']}")
-        model_rows.append("  ".join(parts))
+    in_repo = audit.repository is not None
     rules = [
         f"{kind:<5}  {rule}" for kind in ("allow", "ask", "deny") for rule in audit.permissions.get(kind, [])
     ]
     return [
-        ("model", model_rows or ["none in the file (given with --model or RUNNER_MODEL)"]),
-        (
-            "python modules",
-            [_module(m, show, repository=audit.repository is not None) for m in audit.python_modules],
-        ),
+        ("model", _model(audit.model)),
+        ("python modules", [_module(m, show, repository=in_repo) for m in audit.python_modules]),
         ("command hooks", [f"{c.use}  {c.command}  (in {show(c.cwd)})" for c in audit.commands]),
-        (
-            "MCP stdio commands",
-            [
-                f"{m.use}  {' '.join([m.command, *m.args])}"
-                + (f"  env: {', '.join(m.env)}" if m.env else "")
-                + (f"  cwd: {show(m.cwd)}" if m.cwd else "")
-                for m in audit.mcp_commands
-            ],
-        ),
-        (
-            "URLs",
-            [
-                f"{u.use}  {u.kind}  {u.url}" + (f"  headers: {', '.join(u.headers)}" if u.headers else "")
-                for u in audit.urls
-            ],
-        ),
+        ("MCP stdio commands", [_mcp(m, show) for m in audit.mcp_commands]),
+        ("URLs", [f"{u.use}  {u.kind}  {u.url}{_names('headers', u.headers)}" for u in audit.urls]),
         ("OpenAPI files", [f"{o['use']}  {show(o['file'])}" for o in audit.openapi_files]),
-        (
-            "fetch",
-            [
-                f"{f.use}  {f.reach}" + (f"  headers: {', '.join(f.headers)}" if f.headers else "")
-                for f in audit.fetch
-            ],
-        ),
+        ("fetch", [f"{f.use}  {f.reach}{_names('headers', f.headers)}" for f in audit.fetch]),
         ("files", [f"{f.use}  {show(f.root)}  {f.mode}" for f in audit.files]),
-        (
-            "shell",
-            [
-                f"{s.use}  cwd {show(s.cwd)}"
-                + (f"  env: {', '.join(s.env)}" if s.env else "")
-                + ("" if s.inherit_env else "  only PATH, HOME, LANG inherited")
-                + ("  INHERITS SECRETS" if s.inherit_secrets else "")
-                + ("  asks before each command" if s.confirm else "  runs without asking")
-                for s in audit.shell
-            ],
-        ),
+        ("shell", [_shell(s, show) for s in audit.shell]),
         ("permissions", rules),
-        (
-            "confirm",
-            [
-                f"{c.use}  {c.source}  "
-                + ("asks" if c.asks else "does not ask")
-                + ("" if c.written is not None else " (default)")
-                for c in audit.confirm
-            ],
-        ),
+        ("confirm", [_confirm(c) for c in audit.confirm]),
         ("environment variables", [_variable(v) for v in audit.variables]),
-        (
-            "sub-agents",
-            [
-                f"{s.use}  {s.target}  "
-                + {
-                    "listed": "listed below",
-                    "cycle": "a cycle: already listed above",
-                    "error": f"cannot load: {s.error}",
-                }[s.status]
-                for s in audit.subagents
-            ],
-        ),
+        ("sub-agents", [_subagent(s) for s in audit.subagents]),
     ]
 
 
