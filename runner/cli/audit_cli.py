@@ -24,11 +24,9 @@ def audit(
         str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
     ] = None,
 ) -> None:
-    """List what the agent will run or reach, without running any of it.
+    """List what the agent will run or reach (modules, commands, URLs, variables...), running none of it.
 
-    Python modules (and the files they resolve to), command hooks, MCP commands and URLs, OpenAPI
-    documents, the files / shell / fetch toolsets, permissions, confirm, environment variables and
-    sub-agents (recursively). Nothing is imported, started or fetched.
+    Nothing is imported, started or fetched. The groups and the --json shape: docs/audit.md.
 
     Example: runner audit agent.yaml; runner audit agent.yaml --json
     """
