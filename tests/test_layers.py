@@ -14,7 +14,7 @@ LAYERS: list[set[str]] = [
     {"errors", "text"},
     {"resources", "settings"},
     {"agentfile"},
-    {"tools"},
+    {"tools", "audit"},
     {"models"},
     {"store"},
     {"modes"},

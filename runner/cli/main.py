@@ -596,3 +596,6 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+import runner.cli.audit_cli  # noqa: E402, F401  (registers `runner audit` on app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 from pathlib import Path
 
@@ -103,6 +104,10 @@ def run_serve(
     typer.echo(
         f"serving {counted(len(catalog.agents), 'agent')} at http://{shown}:{bound}/v1: {names}", err=True
     )
+    from runner.audit import summary_of
+
+    for name in sorted(catalog.agents):  # what each agent can execute (runner audit has the details)
+        typer.echo(summary_of(catalog.agents[name].config, os.environ, name=name), err=True)
     if not keys:
         typer.echo("no API keys set: only this machine can connect (RUNNER_SERVE_API_KEYS)", err=True)
     if watch:
