@@ -586,3 +586,6 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+import runner.cli.eval_cli  # noqa: E402, F401  (registers `runner eval` on app)
