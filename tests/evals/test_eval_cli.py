@@ -284,3 +284,27 @@ def test_bad_input_is_refused_with_exit_2(cli: Cli, serve: Any, tmp_path: Path) 
     assert none.returncode == 2 and "has no evals: and no tests: to run" in none.stderr
     assert cli("eval", str(agent), "--repeat", "0").returncode == 2
     assert server.requests == []  # nothing ran
+
+
+def test_min_pass_rate_sets_the_bar_and_a_failed_run_is_an_error(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    def fresh() -> Path:
+        server = serve(Script())
+        return write_agent(tmp_path / "a", agent_yaml(server.base_url, cases=CASES), tools=TOOLS)
+
+    assert cli("eval", str(fresh()), "--min-pass-rate", "0.5").returncode == 0  # 70% and 50%
+    assert cli("eval", str(fresh()), "--min-pass-rate", "0.6").returncode == 1  # polite: 50%
+    assert cli("eval", str(fresh()), "--min-pass-rate", "1.5").returncode == 2
+
+    def broken(body: dict[str, Any]) -> dict[str, Any]:
+        return {"status": 400, "error": "the model refuses"}
+
+    server = serve(broken)
+    agent = write_agent(tmp_path / "b", agent_yaml(server.base_url, cases=CASES), tools=TOOLS)
+    result = cli("eval", str(agent), "--repeat", "2", "--min-pass-rate", "0", "--json")
+    assert result.returncode == 1  # errors are never all good
+    for case in _json(result)["cases"]:
+        assert (case["runs"], case["passes"], case["failures"], case["errors"]) == (2, 0, 0, 2)
+        (problem,) = case["problems"]
+        assert problem["problem"].startswith("the run failed:") and "the model refuses" in problem["problem"]
