@@ -279,6 +279,11 @@ def test_bad_input_is_refused_with_exit_2(cli: Cli, serve: Any, tmp_path: Path) 
     _git(repo, "commit", "-q", "-m", "rename")
     gone = cli("eval", str(repo / "renamed.yaml"), "--judge", "openai/judge", "--against", "HEAD~1")
     assert gone.returncode == 2 and "renamed.yaml does not exist at HEAD~1" in gone.stderr
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
+    cut = cli("eval", str(shallow / "renamed.yaml"), "--judge", "openai/judge", "--against", "HEAD~1")
+    assert cut.returncode == 2 and "--against HEAD~1: no such revision" in cut.stderr
+    assert "shallow clone" in cut.stderr
     empty = write_agent(tmp_path / "empty", agent_yaml(server.base_url, cases=""), tools=TOOLS)
     none = cli("eval", str(empty))
     assert none.returncode == 2 and "has no evals: and no tests: to run" in none.stderr
