@@ -313,3 +313,17 @@ def test_min_pass_rate_sets_the_bar_and_a_failed_run_is_an_error(
         assert (case["runs"], case["passes"], case["failures"], case["errors"]) == (2, 0, 0, 2)
         (problem,) = case["problems"]
         assert problem["problem"].startswith("the run failed:") and "the model refuses" in problem["problem"]
+
+
+def test_a_judge_that_cannot_be_reached_makes_errors(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve(Script())
+    body = agent_yaml(server.base_url, cases=CASES).replace(
+        f"judge:\n  id: openai/judge\n  api_base: {server.base_url}",
+        "judge:\n  id: openai/judge\n  api_base: http://127.0.0.1:9/v1",
+    )
+    agent = write_agent(tmp_path / "a", body, tools=TOOLS)
+    result = cli("eval", str(agent), "--repeat", "2", "--json")
+    assert result.returncode == 1
+    capital, polite = _json(result)["cases"]
+    assert capital["errors"] == 0 and (polite["errors"], polite["failures"], polite["passes"]) == (2, 0, 0)
+    assert polite["problems"][0]["problem"].startswith("the judge failed:")
