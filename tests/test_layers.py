@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"session"},
     {"watch"},
     {"serve", "testing", "api", "batch"},
+    {"evals"},
     {"integrations", "cli"},
     {"__main__"},
 ]

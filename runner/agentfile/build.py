@@ -161,7 +161,9 @@ def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseConfig
             max_steps=expect.get("max_steps"),
             output_schema=expect.get("output_schema"),
             output_json=dict(expect.get("output_json", {})),
+            judge=expect.get("judge"),
         ),
+        repeat=int(entry.get("repeat", 1)),
     )
 
 
@@ -211,13 +213,16 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
         output=_output(doc, (*prefix, "output"), body.get("output")),
         tool_details=bool(body.get("serve", {}).get("tool_details", True)),
         tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
+        evals=tuple(_test(doc, (*prefix, "evals", i), t) for i, t in enumerate(body.get("evals", ()))),
+        judge=build_model(body.get("judge")),
         secrets=frozenset(doc.secrets | _api_keys(body)),
         team=team,
     )
 
 
 def _api_keys(body: dict[str, Any]) -> set[str]:
-    model = body.get("model")
-    if isinstance(model, dict) and isinstance(model.get("api_key"), str) and model["api_key"]:
-        return {model["api_key"]}
-    return set()
+    keys = set()
+    for model in (body.get("model"), body.get("judge")):
+        if isinstance(model, dict) and isinstance(model.get("api_key"), str) and model["api_key"]:
+            keys.add(model["api_key"])
+    return keys

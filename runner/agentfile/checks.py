@@ -91,9 +91,10 @@ class _Checker:
             self.source(self.at("tools", i), entry)
         if self.body.get("output") is not None and self.sound(self.at("output")):
             self.output(self.at("output"), self.body["output"])
-        for i, case in _entries(self.body.get("tests")):
-            if isinstance(case.get("expect"), dict) and self.sound(self.at("tests", i, "expect")):
-                self.expect(self.at("tests", i, "expect"), case["expect"])
+        for key in ("tests", "evals"):
+            for i, case in _entries(self.body.get(key)):
+                if isinstance(case.get("expect"), dict) and self.sound(self.at(key, i, "expect")):
+                    self.expect(self.at(key, i, "expect"), case["expect"])
         for event, chain in _items(self.body.get("hooks")):
             if str(event).startswith("x-"):
                 continue
@@ -115,8 +116,12 @@ class _Checker:
         return self.errors
 
     def api_key(self) -> None:
-        model = self.body.get("model")
-        path = self.at("model", "api_key")
+        for key in ("model", "judge"):
+            self.literal_key(key)
+
+    def literal_key(self, key: str) -> None:
+        model = self.body.get(key)
+        path = self.at(key, "api_key")
         if (
             isinstance(model, dict)
             and model.get("api_key")

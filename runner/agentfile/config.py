@@ -257,6 +257,8 @@ class ExpectConfig:
     output_schema: dict[str, Any] | None = None
     #: Values the structured output must have, by dotted path (``temps.0``).
     output_json: dict[str, Any] = field(default_factory=dict)
+    #: A rubric the judge model grades the answer against (``runner eval`` only).
+    judge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,8 @@ class TestCaseConfig:
     cassette: Path | None = None
     vars: dict[str, Any] = field(default_factory=dict)
     expect: ExpectConfig = field(default_factory=ExpectConfig)
+    #: How many times ``runner eval`` runs the case.
+    repeat: int = 1
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,10 @@ class AgentConfig:
     #: ``serve.tool_details``: tool calls shown as ``<details>`` blocks in served answers.
     tool_details: bool = True
     tests: tuple[TestCaseConfig, ...] = ()
+    #: ``evals:``: the cases ``runner eval`` runs live (empty: it runs ``tests:``).
+    evals: tuple[TestCaseConfig, ...] = ()
+    #: ``judge:``: the model that grades ``expect.judge`` rubrics.
+    judge: ModelConfig | None = None
     secrets: frozenset[str] = frozenset()
     team: tuple[str, ...] = ()
 

@@ -23,7 +23,7 @@ from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.session import RunOptions, RunResult, Session
 from runner.session.decisions import LIMIT_REASONS
-from runner.session.events import LoopEvent, UsageUpdate
+from runner.session.events import AssistantMessage, LoopEvent, UsageUpdate
 from runner.store.transcript import new_session_id, sessions_dir
 
 __all__ = ["ItemRunner", "is_transient"]
@@ -47,6 +47,7 @@ class _Attempt:
 
     session_id: str | None = None
     usage: Usage = field(default_factory=Usage)
+    tools: list[str] = field(default_factory=list)
 
 
 class ItemRunner:
@@ -104,6 +105,8 @@ class ItemRunner:
                 seen.usage = event.session
                 if self.on_usage is not None:
                     self.on_usage(event.call)
+            elif isinstance(event, AssistantMessage):
+                seen.tools.extend(c["function"]["name"] for c in event.message.get("tool_calls") or ())
 
         options = RunOptions(variables={**self.variables, **item.vars}, assume_yes=self.assume_yes)
         session: Session | None = None
@@ -114,7 +117,7 @@ class ItemRunner:
             if self._interrupted:
                 return self._failed(item, seen, attempt, "interrupted before it started")
             run = await session.run([item.input])
-            return self._finished(item, run, attempt)
+            return self._finished(item, run, attempt, seen.tools)
         except RunnerError as exc:
             return self._failed(item, seen, attempt, str(exc), transient=is_transient(exc))
         except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on
@@ -145,7 +148,7 @@ class ItemRunner:
             **fields,
         )
 
-    def _finished(self, item: BatchItem, run: RunResult, attempt: int) -> ItemResult:
+    def _finished(self, item: BatchItem, run: RunResult, attempt: int, tools: list[str]) -> ItemResult:
         reason = run.reason
         if reason == "interrupted":
             seen = _Attempt(run.session_id, run.usage)
@@ -161,6 +164,8 @@ class ItemRunner:
             reason=reason,
             usage=run.usage.as_dict(),
             cost_usd=run.usage.cost_usd,
+            tools=tools,
+            steps=run.steps,
             session_id=run.session_id,
             attempts=attempt,
         )
@@ -174,6 +179,7 @@ class ItemRunner:
             error=message,
             usage=seen.usage.as_dict(),
             cost_usd=seen.usage.cost_usd,
+            tools=seen.tools,
             session_id=seen.session_id,
             attempts=attempt,
             transient=transient,

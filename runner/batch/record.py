@@ -31,6 +31,10 @@ class ItemResult:
     usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float | None = None
     duration_s: float = 0.0
+    tools: list[str] = field(default_factory=list)
+    """The names of the tools the model called, in order."""
+    steps: int = 0
+    """Model steps over the item's turns."""
     session_id: str | None = None
     """The transcript of the item's (last) attempt: ``runner sessions show ID``."""
     attempts: int = 1

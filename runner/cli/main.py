@@ -599,3 +599,4 @@ def main() -> None:
 
 
 import runner.cli.audit_cli  # noqa: E402, F401  (registers `runner audit` on app)
+import runner.cli.eval_cli  # noqa: E402, F401  (registers `runner eval` on app)

@@ -11,7 +11,6 @@ live model.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent
-from runner.testing.expect import Structured, structured_problems
+from runner.testing.expect import Structured, check_expectations
 from runner.text import counted
 from runner.tools.bounded import run_to_end
 
@@ -49,45 +48,6 @@ class CaseOutcome:
     @property
     def passed(self) -> bool:
         return not self.failures
-
-
-def check_expectations(
-    case: TestCaseConfig,
-    output: str,
-    tools: list[str],
-    steps: int,
-    *,
-    structured: Structured | None = None,
-) -> list[str]:
-    """The ways the run missed ``case.expect`` (empty when it met them all); ``structured`` is the
-    answer ``output_schema`` and ``output_json`` check (None: ``output`` parsed as JSON)."""
-    expect = case.expect
-    problems = []
-    for text in expect.output_contains:
-        if text not in output:
-            problems.append(f"the output does not contain {text!r}")
-    if expect.output_matches is not None and re.search(expect.output_matches, output) is None:
-        problems.append(f"the output does not match /{expect.output_matches}/")
-    if expect.tools_called:
-        if expect.ordered:
-            position = 0
-            for name in tools:
-                if position < len(expect.tools_called) and name == expect.tools_called[position]:
-                    position += 1
-            if position < len(expect.tools_called):
-                problems.append(
-                    f"tools were not called in the order {list(expect.tools_called)} (called: {tools})"
-                )
-        else:
-            missing = [name for name in expect.tools_called if name not in tools]
-            if missing:
-                problems.append(f"tools not called: {missing} (called: {tools})")
-    if expect.max_steps is not None and steps > expect.max_steps:
-        problems.append(f"took {counted(steps, 'step')} (expected at most {expect.max_steps})")
-    if expect.output_schema is not None or expect.output_json:
-        answer = structured if structured is not None else Structured.from_text(output)
-        problems.extend(structured_problems(answer, schema=expect.output_schema, values=expect.output_json))
-    return problems
 
 
 def structured_answer(config: AgentConfig, result: RunResult) -> Structured:

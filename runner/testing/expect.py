@@ -14,14 +14,23 @@ neither. ``runner test`` uses these; so can a pytest test of an agent::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runner.agentfile.config import TestCaseConfig
 from runner.agentfile.output import OutputSchema, json_path, schema_problems
-from runner.text import one_line
+from runner.text import counted, one_line
 
-__all__ = ["Structured", "json_equal", "lookup", "output_json_problems", "structured_problems"]
+__all__ = [
+    "Structured",
+    "check_expectations",
+    "json_equal",
+    "lookup",
+    "output_json_problems",
+    "structured_problems",
+]
 
 #: How much of a value a message quotes.
 QUOTE_CHARS = 120
@@ -164,4 +173,43 @@ def structured_problems(
             )
     if values:
         problems.extend(output_json_problems(answer.value, values))
+    return problems
+
+
+def check_expectations(
+    case: TestCaseConfig,
+    output: str,
+    tools: list[str],
+    steps: int,
+    *,
+    structured: Structured | None = None,
+) -> list[str]:
+    """The ways the run missed ``case.expect`` (empty when it met them all); ``structured`` is the
+    answer ``output_schema`` and ``output_json`` check (None: ``output`` parsed as JSON)."""
+    expect = case.expect
+    problems = []
+    for text in expect.output_contains:
+        if text not in output:
+            problems.append(f"the output does not contain {text!r}")
+    if expect.output_matches is not None and re.search(expect.output_matches, output) is None:
+        problems.append(f"the output does not match /{expect.output_matches}/")
+    if expect.tools_called:
+        if expect.ordered:
+            position = 0
+            for name in tools:
+                if position < len(expect.tools_called) and name == expect.tools_called[position]:
+                    position += 1
+            if position < len(expect.tools_called):
+                problems.append(
+                    f"tools were not called in the order {list(expect.tools_called)} (called: {tools})"
+                )
+        else:
+            missing = [name for name in expect.tools_called if name not in tools]
+            if missing:
+                problems.append(f"tools not called: {missing} (called: {tools})")
+    if expect.max_steps is not None and steps > expect.max_steps:
+        problems.append(f"took {counted(steps, 'step')} (expected at most {expect.max_steps})")
+    if expect.output_schema is not None or expect.output_json:
+        answer = structured if structured is not None else Structured.from_text(output)
+        problems.extend(structured_problems(answer, schema=expect.output_schema, values=expect.output_json))
     return problems

@@ -113,6 +113,8 @@ FULL: Doc = {
         },
         {"name": "list", "input": "hi", "expect": {"output_contains": ["a", "b"]}},
     ],
+    "evals": [{"name": "polite", "input": "hi", "repeat": 5, "expect": {"judge": "The answer is polite."}}],
+    "judge": {"id": "openai/gpt-4o", "temperature": 0},
     "x-defaults": {"anything": True},
 }
 

@@ -1,0 +1,267 @@
+"""``runner eval``: an agent's cases run live, repeated and judged; pass rates with 95% Wilson
+intervals; ``--against REV`` compares with another revision (docs/eval.md).
+
+Registered on ``app`` by one import at the bottom of ``runner/cli/main.py``; everything heavier than
+typer is imported inside the command, so ``runner --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from runner.cli.main import TEXT_ARG, VarOption, app, display_path, handles_errors, parse_vars
+
+if TYPE_CHECKING:
+    from runner.evals import Comparison, EvalReport
+    from runner.runtime.settings import RuntimeSettings
+
+__all__ = ["EvalCommand", "eval_command", "exit_code", "run_eval_command"]
+
+
+@dataclass(frozen=True)
+class EvalCommand:
+    """What the command line asked for."""
+
+    agent: str
+    repeat: int | None = None
+    concurrency: int = 4
+    judge: str | None = None
+    against: str | None = None
+    min_pass_rate: float | None = None
+    variables: dict[str, Any] | None = None
+    yes: bool = False
+    json_output: bool = False
+
+
+@app.command("eval")
+@handles_errors
+def eval_command(
+    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
+    repeat: Annotated[
+        int | None,
+        typer.Option("--repeat", "-n", metavar="N", help="Runs per case (over each case's repeat:)."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Runs at once.")] = 4,
+    judge: Annotated[
+        str | None, typer.Option("--judge", metavar="MODEL", help="The judge model (over the file's judge:).")
+    ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option("--against", metavar="REV", help="Also run the cases at REV and compare, case by case."),
+    ] = None,
+    min_pass_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--min-pass-rate",
+            metavar="X",
+            help="Exit 1 when a case passes less often (default 1.0; with --against, only if given).",
+        ),
+    ] = None,
+    var: VarOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+) -> None:
+    """Run an agent's evals: (or tests:) live, repeated; pass rates with 95% intervals.
+
+    Exit 0 all good, 1 a case failed (or, with --against, a significant regression), 2 bad input.
+
+    Example: runner eval agent.yaml --repeat 20 --concurrency 8 --against main
+    """
+    from runner.cli.commands import runtime_settings
+
+    command = EvalCommand(
+        agent=agent,
+        repeat=repeat,
+        concurrency=concurrency,
+        judge=judge,
+        against=against,
+        min_pass_rate=min_pass_rate,
+        variables=parse_vars(var),
+        yes=yes,
+        json_output=json_output,
+    )
+    raise typer.Exit(run_eval_command(command, runtime_settings(None)))
+
+
+def run_eval_command(command: EvalCommand, settings: RuntimeSettings) -> int:
+    """Load, check, run (both revisions with ``--against``), print; the exit code."""
+    from runner.tools.bounded import run_to_end
+
+    _check_options(command)
+    now, before = run_to_end(_evaluate(command, replace(settings, write_transcript=False)))
+    from runner.evals import compare
+
+    comparison = compare(now, before) if before is not None else None
+    code = exit_code(now, comparison, command.min_pass_rate)
+    if command.json_output:
+        payload: dict[str, Any] = now.as_dict()
+        if before is not None and comparison is not None:
+            payload["against"] = {**before.as_dict(), "comparison": comparison.as_dict()}
+        payload["exit_code"] = code
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        _print_report(now, before, comparison)
+    return code
+
+
+def _check_options(command: EvalCommand) -> None:
+    from runner.errors import ConfigError
+
+    if command.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
+    if command.repeat is not None and command.repeat < 1:
+        raise ConfigError("--repeat must be at least 1")
+    if command.min_pass_rate is not None and not 0.0 <= command.min_pass_rate <= 1.0:
+        raise ConfigError("--min-pass-rate must be between 0 and 1")
+
+
+async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[EvalReport, EvalReport | None]:
+    """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's)."""
+    from runner.agentfile import find_agent, load_agent
+    from runner.cli.guard import note_secrets
+    from runner.evals import Judge, eval_cases, judge_config, require_judge, run_eval
+    from runner.evals.at_revision import agent_at_revision
+
+    variables = dict(command.variables or {})
+    config = load_agent(find_agent(command.agent), extra_vars=list(variables))
+    note_secrets(config)
+    cases = eval_cases(config, command.repeat)
+    spec = judge_config(config, command.judge)
+    require_judge(spec, [c.name for c in cases if c.expect.judge], config)
+    judge = Judge(spec, settings) if spec is not None else None
+
+    async def run(agent: Any, agent_cases: Any, revision: str | None) -> EvalReport:
+        return await run_eval(
+            agent,
+            agent_cases,
+            judge=judge,
+            settings=settings,
+            concurrency=command.concurrency,
+            variables=variables,
+            assume_yes=command.yes,
+            revision=revision,
+        )
+
+    try:
+        if command.against is None:
+            return await run(config, cases, None), None
+        with agent_at_revision(config.path, command.against) as (path, commit):
+            old = load_agent(path, extra_vars=list(variables))
+            note_secrets(old)
+            old_cases = eval_cases(old, command.repeat)
+            require_judge(spec, [c.name for c in old_cases if c.expect.judge], old)
+            now = await run(config, cases, None)
+            before = await run(old, old_cases, f"{command.against} ({commit[:12]})")
+            before.path = str(config.path)  # the file it was, not the temporary copy
+            return now, before
+    finally:
+        if judge is not None:
+            await judge.aclose()
+
+
+def exit_code(now: EvalReport, comparison: Comparison | None, min_pass_rate: float | None) -> int:
+    """0 all good; 1 a case below ``min_pass_rate`` (default 1.0 without ``--against``) or with
+    errors, or with ``--against`` a significant regression or a case that could not be compared."""
+    if comparison is not None:
+        if comparison.regressions or any(not change.comparable for change in comparison.changes):
+            return 1
+        if min_pass_rate is None:
+            return 0
+    floor = 1.0 if min_pass_rate is None else min_pass_rate
+    for case in now.cases:
+        if case.pass_rate is None or case.pass_rate < floor or (comparison is None and case.errors):
+            return 1
+    return 0
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _money(value: float | None) -> str:
+    return "?" if value is None else f"${value:.4f}"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _report_text(report: EvalReport) -> str:
+    rows = [["case", "runs", "pass", "fail", "error", "rate", "95% CI", "tokens", "cost", "time"]]
+    for case in report.cases:
+        low, high = case.interval
+        ci = f"{low:.0%}-{high:.0%}" if case.judged else "-"
+        cost = _money(
+            case.cost_usd if case.judge_cost_usd is None else (case.cost_usd or 0) + case.judge_cost_usd
+        )
+        rows.append(
+            [
+                case.name,
+                str(case.runs),
+                str(case.passes),
+                str(case.failures),
+                str(case.errors),
+                _rate(case.pass_rate),
+                ci,
+                str(case.tokens + case.judge_tokens),
+                cost,
+                f"{case.seconds:.1f} s",
+            ]
+        )
+    where = display_path(report.path) + (f" at {report.revision}" if report.revision else "")
+    lines = [
+        f"{report.agent} ({where}), judge: {report.judge or 'none'}, {report.seconds:.1f} s",
+        _table(rows),
+    ]
+    for case in report.cases:
+        for problem, runs in case.problems.most_common():
+            tag = f"{runs} run{'s' if runs != 1 else ''}"
+            lines.append(f"  {case.name} ({tag}): " + problem.replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
+def _comparison_text(comparison: Comparison, before: EvalReport) -> str:
+    rows = [["case", "before", "now", "change", "p", "verdict"]]
+    for change in comparison.changes:
+        delta = "-" if change.delta is None else f"{change.delta:+.0%}"
+        p_value = "-" if change.p_value is None else f"{change.p_value:.3g}"
+        rows.append(
+            [
+                change.name,
+                _rate(change.before.pass_rate),
+                _rate(change.after.pass_rate),
+                delta,
+                p_value,
+                change.verdict,
+            ]
+        )
+    lines = [f"against {before.revision} (Fisher's exact test, two-sided, alpha 0.05):", _table(rows)]
+    if comparison.only_now:
+        lines.append("only now (not compared): " + ", ".join(comparison.only_now))
+    if comparison.only_before:
+        lines.append(f"only at {before.revision} (not compared): " + ", ".join(comparison.only_before))
+    regressions = comparison.regressions
+    if regressions:
+        lines.append("significant regression: " + ", ".join(change.name for change in regressions))
+    return "\n".join(lines)
+
+
+def _print_report(now: EvalReport, before: EvalReport | None, comparison: Comparison | None) -> None:
+    typer.echo(_report_text(now))
+    if before is not None and comparison is not None:
+        typer.echo("")
+        typer.echo(_report_text(before))
+        typer.echo("")
+        typer.echo(_comparison_text(comparison, before))
