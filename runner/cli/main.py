@@ -598,5 +598,5 @@ def main() -> None:
     sys.exit(code)
 
 
-import runner.cli.audit_cli  # noqa: E402, F401  (registers `runner audit` on app)
+import runner.cli.audit_cli  # noqa: E402  (registers `runner audit` on app)
 import runner.cli.eval_cli  # noqa: E402, F401  (registers `runner eval` on app)
