@@ -20,6 +20,7 @@ from typing import Any
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
 from runner.agentfile.output import OutputSchema, load_output
+from runner.agentfile.revisions import revision_of
 from runner.models.base import Model
 from runner.modes import Mode, choose_mode
 from runner.runtime.hooks import HookChains
@@ -42,6 +43,8 @@ class Provenance:
 
     sha256: str
     git: dict[str, Any] | None
+    #: The revision the file was read at (``--rev``, ``git+``): repository, rev, commit, path.
+    revision: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +123,12 @@ async def provenance_of(config: AgentConfig) -> Provenance:
 
     def read() -> Provenance:
         try:
-            return Provenance(file_sha256(config.path), git_state(config.path))
+            revision = revision_of(config.path)
+            return Provenance(
+                file_sha256(config.path),
+                git_state(config.path),
+                revision.record() if revision is not None else None,
+            )
         except OSError:
             return Provenance("", None)
 
