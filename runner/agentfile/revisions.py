@@ -161,14 +161,14 @@ def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
     listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], cwd=git_dir)
     if listing.returncode != 0:
         raise ConfigError(f"cannot list the files of {commit[:12]}: {_err(listing)}")
-    entries = []
+    entries: list[tuple[str, str, str]] = []
     for item in listing.stdout.split(b"\0"):
         if not item:
             continue
-        meta, _, name = item.partition(b"\t")
+        meta, _, raw = item.partition(b"\t")
         mode, kind, sha = meta.decode().split()
         if kind == "blob":
-            entries.append((mode, sha, os.fsdecode(name)))
+            entries.append((mode, sha, os.fsdecode(raw)))
     blobs = _git(
         ["cat-file", "--batch"], cwd=git_dir, stdin="".join(f"{s}\n" for _, s, _ in entries).encode()
     )
@@ -176,13 +176,13 @@ def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
         raise ConfigError(f"cannot read the files of {commit[:12]}: {_err(blobs)}")
     data, at = blobs.stdout, 0
     root.mkdir(parents=True)
-    for mode, _sha, name in entries:
+    for mode, _sha, path in entries:
         end = data.index(b"\n", at)
         size = int(data[at:end].split()[2])
         body = data[end + 1 : end + 1 + size]
         at = end + 2 + size
-        target = root / name
-        if ".." in Path(name).parts or Path(name).is_absolute():
+        target = root / path
+        if ".." in Path(path).parts or Path(path).is_absolute():
             continue  # git refuses such names; a crafted tree gets nothing written outside
         target.parent.mkdir(parents=True, exist_ok=True)
         if mode == "120000":

@@ -14,7 +14,9 @@ Cli = Callable[..., Result]
 
 
 def test_run_from_a_file_url_reference(cli: Cli, repo: Repo, home: Path) -> None:
-    commit = repo.commit({**repo.agent(folder="agents", persona="remote"), **repo.tools("v1", folder="agents")})
+    commit = repo.commit(
+        {**repo.agent(folder="agents", persona="remote"), **repo.tools("v1", folder="agents")}
+    )
     ref = f"git+file://{repo.path}#main:agents/probe.yaml"
     rendered = cli("render", ref, "--json")
     assert rendered.exit_code == 0, rendered.output
@@ -63,7 +65,7 @@ def test_a_revision_or_path_the_remote_lacks(cli: Cli, repo: Repo) -> None:
 
 def test_malformed_and_escaping_references(cli: Cli, repo: Repo) -> None:
     repo.commit(repo.agent())
-    for ref in (f"git+file://{repo.path}", f"git+file://{repo.path}#main", f"git+#main:probe.yaml"):
+    for ref in (f"git+file://{repo.path}", f"git+file://{repo.path}#main", "git+#main:probe.yaml"):
         result = cli("validate", ref)
         assert result.exit_code == 2, ref
         assert "cannot read the reference" in result.stderr and "git+URL#REV:path" in result.stderr
@@ -79,7 +81,9 @@ def test_the_header_of_a_remote_run_names_the_url(cli: Cli, repo: Repo, home: Pa
     commit = repo.commit({**repo.agent(), **repo.tools("remote-v1")})
     url = f"file://{repo.path}"
     with ScriptedServer([{"content": "hello"}], model="gpt-4o-mini") as server:
-        result = cli("run", f"git+{url}#main:probe.yaml", "-p", "hi", env={"OPENAI_BASE_URL": server.base_url})
+        result = cli(
+            "run", f"git+{url}#main:probe.yaml", "-p", "hi", env={"OPENAI_BASE_URL": server.base_url}
+        )
     assert result.exit_code == 0, result.output
     (transcript,) = (home / "sessions").glob("*.jsonl")
     header = json.loads(transcript.read_text(encoding="utf-8").splitlines()[0])

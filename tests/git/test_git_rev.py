@@ -21,9 +21,9 @@ Cli = Callable[..., Result]
 
 def _status(repo: Repo) -> tuple[str, str]:
     """What a read of the revision must leave alone: the work tree's status and the index."""
-    return repo.git("status", "--porcelain", "--untracked-files=all"), (repo.path / ".git" / "index").read_text(
-        encoding="latin-1"
-    )
+    return repo.git("status", "--porcelain", "--untracked-files=all"), (
+        repo.path / ".git" / "index"
+    ).read_text(encoding="latin-1")
 
 
 def test_validate_and_render_read_the_committed_file_not_the_work_tree(cli: Cli, repo: Repo) -> None:
@@ -51,10 +51,15 @@ def test_an_older_revision_by_name_and_by_ancestry(cli: Cli, repo: Repo) -> None
     assert "You are second." in cli("render", agent, "--rev", "main").stdout
 
 
-def test_run_at_a_revision_runs_its_tool_module_and_the_header_records_it(cli: Cli, repo: Repo, home: Path) -> None:
+def test_run_at_a_revision_runs_its_tool_module_and_the_header_records_it(
+    cli: Cli, repo: Repo, home: Path
+) -> None:
     commit = repo.commit({**repo.agent(folder="agents"), **repo.tools("v1", folder="agents")})
     repo.write(repo.tools("v2-uncommitted", folder="agents"))
-    script: list[dict[str, Any]] = [{"tool_calls": [{"name": "version", "arguments": {}}]}, {"content": "done"}]
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "version", "arguments": {}}]},
+        {"content": "done"},
+    ]
     with ScriptedServer(script, model="gpt-4o-mini") as server:
         result = cli(
             "run", str(repo.path / "agents" / "probe.yaml"), "--rev", "HEAD", "-p", "which?",
@@ -202,7 +207,11 @@ def test_rev_outside_any_repository_is_refused(cli: Cli, tmp_path: Path) -> None
 def test_test_batch_and_serve_take_rev(cli: Cli, repo: Repo, tmp_path: Path) -> None:
     repo.commit({**repo.agent(), **repo.tools("v1")})
     agent = str(repo.path / "probe.yaml")
-    for args in (("test", agent), ("batch", agent, "in.jsonl", "-o", str(tmp_path / "o.jsonl")), ("serve", agent)):
+    for args in (
+        ("test", agent),
+        ("batch", agent, "in.jsonl", "-o", str(tmp_path / "o.jsonl")),
+        ("serve", agent),
+    ):
         result = cli(*args, "--rev", "nope")
         assert result.exit_code == 2, args
         assert "no revision 'nope'" in result.stderr, args
