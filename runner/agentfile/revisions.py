@@ -195,7 +195,7 @@ def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
 def at_revision(path: Path, rev: str, *, home: Path | None = None) -> Path:
     """The agent file ``path`` of the work tree as it was at ``rev``: its path inside the tree."""
     path = Path(path).absolute()
-    folder = path.parent
+    folder, name = (path, "") if path.is_dir() else (path.parent, path.name)
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     top = _git(["rev-parse", "--show-toplevel"], cwd=folder)
@@ -206,7 +206,7 @@ def at_revision(path: Path, rev: str, *, home: Path | None = None) -> Path:
         )
     work_tree = Path(_out(top)).resolve()
     try:
-        relative = (folder.resolve() / path.name).relative_to(work_tree).as_posix()
+        relative = (folder.resolve() / name).relative_to(work_tree).as_posix().removeprefix(".")
     except ValueError:
         raise ConfigError(f"--rev: {path} is not inside the repository {work_tree}") from None
     where = f"the repository {work_tree}"

@@ -77,7 +77,12 @@ def echo_error(error: RunnerError) -> None:
 
 
 def display_path(file: str) -> str:
-    """A path relative to the current directory when it is inside it."""
+    """A path relative to the current directory when it is inside it; ``path@REV`` at a revision."""
+    from runner.agentfile.revisions import revision_of
+
+    revision = revision_of(Path(file))
+    if revision is not None:
+        return f"{revision.path}@{revision.rev}"
     try:
         return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):

@@ -116,7 +116,7 @@ def test_extends_outside_the_repository_is_refused(cli: Cli, repo: Repo, tmp_pat
     assert cli("validate", agent).exit_code == 0  # from the work tree, a path outside is allowed
     result = cli("validate", agent, "--rev", "HEAD")
     assert result.exit_code == 2
-    assert "a.yaml:1:" in result.stderr and "extends" in result.stderr
+    assert result.stderr.startswith("agents/a.yaml@HEAD:1:10: extends: ")  # located, named by revision
     assert "is outside the repository at revision 'HEAD'" in result.stderr
 
 
@@ -222,3 +222,13 @@ def test_the_python_api_loads_a_revision(repo: Repo, home: Path) -> None:
     repo.write(repo.agent(description="in the work tree"))
     assert Agent.from_file(repo.path / "probe.yaml").config.description == "in the work tree"
     assert Agent.from_file(repo.path / "probe.yaml", rev="HEAD").config.description == "at head"
+
+
+def test_a_folder_at_a_revision(cli: Cli, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit({**repo.agent(folder="agents"), **repo.tools("v1", folder="agents")})
+    repo.write({"agents/uncommitted.yaml": "version: 1\nname: [broken"})
+    monkeypatch.chdir(repo.path)
+    for folder in (".", "agents"):
+        result = cli("validate", folder, "--rev", "HEAD")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == ["agents/probe.yaml@HEAD: ok (probe)"]
