@@ -176,6 +176,7 @@ def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
         raise ConfigError(f"cannot read the files of {commit[:12]}: {_err(blobs)}")
     data, at = blobs.stdout, 0
     root.mkdir(parents=True)
+    links: list[tuple[Path, str]] = []
     for mode, _sha, path in entries:
         end = data.index(b"\n", at)
         size = int(data[at:end].split()[2])
@@ -186,10 +187,22 @@ def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
             continue  # git refuses such names; a crafted tree gets nothing written outside
         target.parent.mkdir(parents=True, exist_ok=True)
         if mode == "120000":
-            target.symlink_to(os.fsdecode(body))
+            links.append((target, os.fsdecode(body)))
             continue
         target.write_bytes(body)
         target.chmod(0o555 if mode == "100755" else 0o444)
+    _link(links, root)
+
+
+def _link(links: list[tuple[Path, str]], root: Path) -> None:
+    """The commit's symbolic links, after its files; a link that leads out of the tree is left out
+    (the file it names is then missing at the revision, not read from outside the commit)."""
+    for link, target in links:
+        link.symlink_to(target)
+    inside = root.resolve()
+    for link, _ in links:
+        if not Path(os.path.realpath(link)).is_relative_to(inside):
+            link.unlink()
 
 
 def at_revision(path: Path, rev: str, *, home: Path | None = None) -> Path:

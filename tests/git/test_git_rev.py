@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -232,3 +233,39 @@ def test_a_folder_at_a_revision(cli: Cli, repo: Repo, monkeypatch: pytest.Monkey
         result = cli("validate", folder, "--rev", "HEAD")
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines() == ["agents/probe.yaml@HEAD: ok (probe)"]
+
+
+def test_a_committed_symlink_out_of_the_repository_reads_nothing_outside(
+    cli: Cli, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "probe_tools.py").write_text(
+        'def version() -> str:\n    """Outside."""\n    return "outside"\n'
+    )
+    repo.commit(repo.agent())
+    (repo.path / "here").symlink_to(".")
+    (repo.path / "probe_tools.py").symlink_to(outside / "probe_tools.py")  # absolute, out
+    (repo.path / "sneaky.py").symlink_to("here/../../elsewhere/probe_tools.py")  # out through a link
+    (repo.path / "fine.md").symlink_to("probe.yaml")
+    repo.git("add", "here", "probe_tools.py", "sneaky.py", "fine.md")
+    commit = repo.commit({"x.txt": "x"})
+    monkeypatch.delitem(sys.modules, "probe_tools", raising=False)
+    result = cli("validate", str(repo.path / "probe.yaml"), "--rev", "HEAD")
+    assert result.exit_code == 2
+    assert "cannot import module 'probe_tools'" in result.stderr
+    tree = Path(os.environ["RUNNER_HOME"]) / "git" / "trees" / commit / "tree"
+    assert not (tree / "probe_tools.py").is_symlink() and not (tree / "sneaky.py").is_symlink()
+    assert (tree / "fine.md").read_text() == (tree / "probe.yaml").read_text()
+
+
+def test_processes_materializing_the_same_commit_at_once_share_one_tree(repo: Repo, home: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runner.agentfile.revisions import at_revision
+
+    commit = repo.commit({**repo.agent(), **repo.tools("v1")})
+    with ThreadPoolExecutor(6) as pool:
+        paths = set(pool.map(lambda _: at_revision(repo.path / "probe.yaml", "HEAD"), range(12)))
+    assert paths == {home.resolve() / "git" / "trees" / commit / "tree" / "probe.yaml"}
+    assert sorted(p.name for p in (home / "git" / "trees").iterdir()) == [commit]
