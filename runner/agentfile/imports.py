@@ -31,16 +31,20 @@ def _drop(top: str) -> None:
         del sys.modules[key]
 
 
-def _forget_other_trees(base_dir: Path) -> None:
-    """At a revision: forget cached modules that ``base_dir`` also holds but that were imported from
-    elsewhere (the work tree, another revision), so a tool's own imports get the revision's too."""
+def _forget_other_trees(base_dir: Path, *, at_revision: bool) -> None:
+    """Forget cached modules that ``base_dir`` also holds but that were imported from elsewhere, so
+    a tool's own imports (its helpers) come from the same tree as the tool: at a revision, any such
+    module (the work tree's, another revision's); in the work tree, those of a revision's tree."""
     try:
         names = {p.stem if p.suffix == ".py" else p.name for p in base_dir.iterdir()}
     except OSError:
         return
     for top in names - _OWN:
         module = sys.modules.get(top)
-        if module is not None and _stale(module, base_dir, top):
+        if module is None or not _stale(module, base_dir, top):
+            continue
+        file = getattr(module, "__file__", None)
+        if at_revision or (file is not None and revision_of(Path(file)) is not None):
             _drop(top)
 
 
@@ -69,12 +73,11 @@ def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleT
     Below a revision's tree (``--rev``), modules come from that tree, never from the work tree.
     """
     revision = revision_of(base_dir / "_")
+    _forget_other_trees(base_dir, at_revision=revision is not None)
+    module = _import(name, base_dir, reload=reload)
     if revision is not None:
-        _forget_other_trees(base_dir)
-        module = _import(name, base_dir, reload=reload)
         _check_committed(module, name, revision)
-        return module
-    return _import(name, base_dir, reload=reload)
+    return module
 
 
 def _import(name: str, base_dir: Path, *, reload: bool) -> ModuleType:

@@ -130,3 +130,18 @@ def test_the_library_api_and_secrets_stay_out(repo: Repo, home: Path, monkeypatc
         assert compare(*[{"prompts": {}, "tools": {}, "x": 1}] * 2).same
     finally:
         del os.environ["PROBE_SECRET"]
+
+
+def test_a_helper_module_of_a_tool_comes_from_the_same_side(cli: Cli, repo: Repo) -> None:
+    tools = (
+        "from probe_helper import DOC\n\n\ndef version() -> str:\n    return 'x'\n\n\nversion.__doc__ = DOC\n"
+    )
+    repo.commit({**repo.agent(), "probe_tools.py": tools, "probe_helper.py": "DOC = 'committed helper'\n"})
+    repo.write({"probe_helper.py": "DOC = 'work tree helper'\n"})
+    agent = str(repo.path / "probe.yaml")
+    for _ in range(2):  # either order of loading, in one process
+        data = json.loads(cli("diff", agent, "--json").stdout)
+        (change,) = data["tools"]["changed"]["version"]
+        assert (change["before"], change["after"]) == ("committed helper", "work tree helper")
+        data = json.loads(cli("diff", "HEAD", "HEAD", agent, "--json").stdout)
+        assert data["same"] is True
