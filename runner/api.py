@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runner.agentfile import load_agent
+from runner.agentfile import agent_at, load_agent
 from runner.agentfile.config import AgentConfig
 from runner.models.base import Model
 from runner.runtime.runtime import AgentRuntime
@@ -65,12 +65,18 @@ class Agent:
         env: Mapping[str, str] | None = None,
         settings: RuntimeSettings | None = None,
         model: Model | None = None,
+        rev: str | None = None,
     ) -> Agent:
         """Load and validate ``path`` (``agent``: a member of a team file); ``ConfigError`` if invalid.
+
+        ``rev``: the file, its ``extends`` chain, templates and modules as they were at that git
+        revision of its repository (``path`` may also be a ``git+URL#REV:path`` reference).
 
         ``vars`` are defaults for every run (a run's own ``vars`` win); ``model`` replaces the model
         the file names (a ``runner.testing.ScriptedModel`` in tests).
         """
+        if rev is not None or str(path).startswith("git+"):
+            path = agent_at(str(path), rev=rev, home=settings.home if settings is not None else None)
         config = load_agent(Path(path), agent=agent, env=env, extra_vars=list(vars or ()))
         if vars:
             config = replace(config, vars={**config.vars, **vars})

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"runtime"},
     {"session"},
     {"watch"},
-    {"serve", "testing", "api", "batch"},
+    {"serve", "testing", "api", "batch", "agentdiff"},
     {"evals"},
     {"integrations", "cli"},
     {"__main__"},

@@ -14,6 +14,8 @@ Module map:
 - ``checks``: what a schema cannot see (imports, templates, variables, references).
 - ``build``: checked data -> the typed ``config`` dataclasses; ``config``: ``AgentConfig`` and its
   parts, and ``HOOK_EVENT_RULES`` (what a hook can do at each event).
+- ``revisions``: ``--rev REV`` and ``git+URL#REV:path``: a commit's tree read from git's objects
+  into a cache, and the rules for files at a revision (nothing outside the tree, nothing uncommitted).
 - ``templates``: the Jinja sandbox; ``imports``: ``module:function`` references; ``schema_doc``:
   ``docs/format.md`` from the schema.
 
@@ -23,11 +25,20 @@ Nothing here runs an agent; everything above uses the ``AgentConfig`` this packa
 from __future__ import annotations
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.files import AgentFile, check_file, config_from_file, find_agent, load_agent, load_file
+from runner.agentfile.files import (
+    AgentFile,
+    agent_at,
+    check_file,
+    config_from_file,
+    find_agent,
+    load_agent,
+    load_file,
+)
 
 __all__ = [
     "AgentConfig",
     "AgentFile",
+    "agent_at",
     "check_file",
     "config_from_file",
     "find_agent",

@@ -21,6 +21,7 @@ from runner.agentfile.config import (
     TestCaseConfig,
     ToolSourceConfig,
 )
+from runner.agentfile.revisions import confine
 from runner.agentfile.templates import read_template_file
 from runner.agentfile.yamlsrc import Document, PathKey, error_at
 from runner.errors import ConfigError
@@ -44,6 +45,7 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
     if isinstance(value, dict):
         file = (origin.parent / value["file"]).resolve()
         try:
+            confine(origin, file, what="the template file")
             text = read_template_file(file, shown=value["file"]) if file.is_file() else ""
         except ConfigError as exc:
             raise error_at(
@@ -69,6 +71,7 @@ def _output(doc: Document, path: PathKey, value: Any) -> OutputConfig | None:
     if form == "file":
         file = (base / value["file"]).resolve()
         try:
+            confine(base / "_", file, what="the output schema file")
             schema, _ = read_schema_file(file, value["file"])
         except ConfigError as exc:
             raise error_at(

@@ -14,6 +14,7 @@ from typing import Any
 from runner.agentfile.build import origin_dir
 from runner.agentfile.config import HOOK_EVENTS, MESSAGE_EVENTS, SOURCE_KINDS, OutputConfig, TemplateSource
 from runner.agentfile.imports import resolve_callable
+from runner.agentfile.revisions import confine
 from runner.agentfile.templates import (
     BUILTIN_NAMES,
     HOOK_EVENT_NAMES,
@@ -215,6 +216,12 @@ class _Checker:
         if kind is None or not self.sound((*path, kind)):
             return
         base = origin_dir(self.doc, path)
+        if kind in ("agent", "openapi") and not _URL.match(entry[kind]) and not entry[kind].startswith("#"):
+            try:
+                confine(base / "_", base / entry[kind], what=f"the {kind} file")
+            except ConfigError as exc:
+                self.fail(exc.message, (*path, kind), hint=exc.hint)
+                return
         if kind == "python":
             self.importable(entry["python"], (*path, "python"))
         elif kind == "agent":

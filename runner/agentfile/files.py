@@ -15,6 +15,7 @@ from pathlib import Path
 from runner.agentfile.build import build_agent
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.discover import AGENT_SUFFIXES
+from runner.agentfile.revisions import at_revision, from_reference, parse_reference
 from runner.agentfile.survey import Survey, errors_of, pick_name, survey_file
 from runner.agentfile.validate import sort_errors, suggest
 from runner.agentfile.yamlsrc import Document, PathKey
@@ -24,6 +25,7 @@ from runner.resources import packaged_agents_dir
 __all__ = [
     "AGENT_SUFFIXES",
     "AgentFile",
+    "agent_at",
     "check_file",
     "config_from_file",
     "every_error",
@@ -127,8 +129,20 @@ def load_agent(
     return config_from_file(_agent_file(survey), chosen)
 
 
-def find_agent(ref: str, *, cwd: Path | None = None) -> Path:
-    """Resolve AGENT: a path, else a name in ``./agents/``, else a packaged agent."""
+def agent_at(ref: str, *, rev: str | None = None, home: Path | None = None, cwd: Path | None = None) -> Path:
+    """``find_agent``, at revision ``rev`` of its repository when given (``--rev``)."""
+    if rev is None:
+        return find_agent(ref, cwd=cwd, home=home)
+    if ref.startswith("git+"):
+        raise ConfigError(f"--rev {rev} with '{ref}': a git+ reference names its revision after '#'")
+    return at_revision(find_agent(ref, cwd=cwd), rev, home=home)
+
+
+def find_agent(ref: str, *, cwd: Path | None = None, home: Path | None = None) -> Path:
+    """Resolve AGENT: a ``git+URL#REV:path`` reference, a path, a name in ``./agents/``, a packaged agent."""
+    reference = parse_reference(ref)
+    if reference is not None:
+        return from_reference(reference, home=home)
     base = cwd or Path.cwd()
     direct = base / ref
     if direct.is_file() or direct.is_dir() or os.sep in ref or ref.endswith(AGENT_SUFFIXES):

@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from runner.agentfile.revisions import Revision, revision_of
 from runner.errors import ConfigError
 
 __all__ = ["import_module", "resolve_callable"]
+
+#: The runner's own packages: never re-imported from an agent's tree.
+_OWN = frozenset({"runner", "toolsets"})
 
 
 def _stale(module: ModuleType, base_dir: Path, name: str) -> bool:
@@ -22,11 +26,61 @@ def _stale(module: ModuleType, base_dir: Path, name: str) -> bool:
     return file is None or not Path(file).resolve().is_relative_to(base_dir.resolve())
 
 
+def _drop(top: str) -> None:
+    for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+        del sys.modules[key]
+
+
+def _forget_other_trees(base_dir: Path, *, at_revision: bool) -> None:
+    """Forget cached modules that ``base_dir`` also holds but that were imported from elsewhere, so
+    a tool's own imports (its helpers) come from the same tree as the tool: at a revision, any such
+    module (the work tree's, another revision's); in the work tree, those of a revision's tree."""
+    try:
+        names = {p.stem if p.suffix == ".py" else p.name for p in base_dir.iterdir()}
+    except OSError:
+        return
+    for top in names - _OWN:
+        module = sys.modules.get(top)
+        if module is None or not _stale(module, base_dir, top):
+            continue
+        file = getattr(module, "__file__", None)
+        if at_revision or (file is not None and revision_of(Path(file)) is not None):
+            _drop(top)
+
+
+def _check_committed(module: ModuleType, name: str, revision: Revision) -> None:
+    """A module imported for an agent at a revision must not come from the work tree."""
+    file = getattr(module, "__file__", None)
+    if file is None:
+        return
+    where = Path(file).resolve()
+    installed = {"site-packages", "dist-packages"} & set(where.parts)
+    if installed or name.split(".")[0] in _OWN or where.is_relative_to(revision.root.resolve()):
+        return
+    for local in (revision.work_tree, Path.cwd().resolve()):
+        if local is not None and where.is_relative_to(local):
+            raise ConfigError(
+                f"module '{name}' is not in the repository at revision '{revision.rev}' "
+                f"({revision.commit[:12]}): only the work tree has it ({where})",
+                hint="commit the module, or run without --rev",
+            )
+
+
 def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleType:
     """Import ``name`` with ``base_dir`` first on ``sys.path``; failures become ``ConfigError``.
 
     ``reload`` imports an already imported module again (hot reload: edited code takes effect).
+    Below a revision's tree (``--rev``), modules come from that tree, never from the work tree.
     """
+    revision = revision_of(base_dir / "_")
+    _forget_other_trees(base_dir, at_revision=revision is not None)
+    module = _import(name, base_dir, reload=reload)
+    if revision is not None:
+        _check_committed(module, name, revision)
+    return module
+
+
+def _import(name: str, base_dir: Path, *, reload: bool) -> ModuleType:
     cached = sys.modules.get(name)
     if cached is not None and _stale(cached, base_dir, name):
         for key in [k for k in sys.modules if k == name or k.startswith(name.split(".")[0] + ".")]:

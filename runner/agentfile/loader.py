@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile.revisions import confine
 from runner.agentfile.yamlsrc import Document, PathKey, SourceMap, error_at, read_document
 from runner.errors import ConfigError, ConfigErrors
 
@@ -94,10 +95,15 @@ def _extends_of(doc: Document, prefix: PathKey) -> tuple[Path, PathKey] | None:
         raise error_at(f"extends must be a path to another agent file: {problem}", info, where)
     origin = Path(info.file) if info is not None else doc.path
     try:
-        return (origin.parent / target).resolve(), where
+        resolved = (origin.parent / target).resolve()
     except (OSError, RuntimeError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise error_at(f"extends names a path that cannot be used: {reason}", info, where) from None
+    try:
+        confine(origin, resolved, what="extends")
+    except ConfigError as exc:
+        raise error_at(exc.message, info, where, hint=exc.hint) from None
+    return resolved, where
 
 
 def _bad_path(target: str) -> str | None:

@@ -20,8 +20,10 @@ from runner.cli.helpfmt import PlainText, debug_anywhere, plain_argument_help
 from runner.errors import ConfigError, ConfigErrors, RunnerError
 
 __all__ = [
+    "RevOption",
     "VarOption",
     "app",
+    "at_rev",
     "batch",
     "debug_enabled",
     "display_path",
@@ -75,7 +77,12 @@ def echo_error(error: RunnerError) -> None:
 
 
 def display_path(file: str) -> str:
-    """A path relative to the current directory when it is inside it."""
+    """A path relative to the current directory when it is inside it; ``path@REV`` at a revision."""
+    from runner.agentfile.revisions import revision_of
+
+    revision = revision_of(Path(file))
+    if revision is not None:
+        return f"{revision.path}@{revision.rev}"
     try:
         return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
@@ -144,6 +151,25 @@ def parse_vars(items: list[str] | None) -> dict[str, Any]:
     return result
 
 
+RevOption = Annotated[
+    str | None,
+    typer.Option(
+        "--rev",
+        metavar="REV",
+        help="The agent as it was at this git revision (read from git; work tree untouched).",
+    ),
+]
+
+
+def at_rev(ref: str, rev: str | None) -> str:
+    """AGENT at ``--rev REV`` (or a ``git+URL#REV:path`` reference): its file in the revision's tree."""
+    if rev is None and not ref.startswith("git+"):
+        return ref
+    from runner.agentfile.files import agent_at
+
+    return str(agent_at(ref, rev=rev))
+
+
 VarOption = Annotated[
     list[str] | None,
     typer.Option("--var", metavar="NAME=VALUE", help="Set a template variable: NAME=VALUE (repeatable)."),
@@ -162,6 +188,7 @@ def validate(
         bool, typer.Option("--explain", help="Show which file of an extends chain set each value.")
     ] = False,
     var: VarOption = None,
+    rev: RevOption = None,
 ) -> None:
     """Check agent files against the schema and what the schema cannot see. Exit 2 if any is invalid.
 
@@ -169,7 +196,9 @@ def validate(
     """
     from runner.cli.commands import run_validate
 
-    code = run_validate(agents, json_output=json_output, explain=explain, variables=parse_vars(var))
+    code = run_validate(
+        [at_rev(a, rev) for a in agents], json_output=json_output, explain=explain, variables=parse_vars(var)
+    )
     raise typer.Exit(code)
 
 
@@ -206,6 +235,7 @@ def render(
         str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the request as JSON.")] = False,
+    rev: RevOption = None,
 ) -> None:
     """Show the first request (system prompt, tools, user message) without calling a model.
 
@@ -213,7 +243,13 @@ def render(
     """
     from runner.cli.commands import run_render
 
-    run_render(agent, input=input, variables=parse_vars(var), agent_name=agent_name, json_output=json_output)
+    run_render(
+        at_rev(agent, rev),
+        input=input,
+        variables=parse_vars(var),
+        agent_name=agent_name,
+        json_output=json_output,
+    )
 
 
 @app.command()
@@ -276,6 +312,7 @@ def run(
         bool,
         typer.Option("--replay-loose", help="With --replay: warn on a changed request instead of failing."),
     ] = False,
+    rev: RevOption = None,
 ) -> None:
     """Run an agent on prompts (-p), interactively (-i), or both.
 
@@ -288,7 +325,7 @@ def run(
     from runner.cli.commands import run_agent
 
     code = run_agent(
-        agent,
+        at_rev(agent, rev),
         prompts=prompt or [],
         interactive=interactive,
         variables=parse_vars(var),
@@ -357,6 +394,7 @@ def tools(
         bool,
         typer.Option("--check", help="Open each source alone and report it: ok (tools, time) or why not."),
     ] = False,
+    rev: RevOption = None,
 ) -> None:
     """The resolved tool table: name, source, description; renames and failed sources.
 
@@ -364,7 +402,9 @@ def tools(
     """
     from runner.cli.commands import run_tools
 
-    raise typer.Exit(run_tools(agent, json_output=json_output, agent_name=agent_name, check=check))
+    raise typer.Exit(
+        run_tools(at_rev(agent, rev), json_output=json_output, agent_name=agent_name, check=check)
+    )
 
 
 @app.command()
@@ -413,6 +453,7 @@ def test_command(
     update: Annotated[
         bool, typer.Option("--update", help="Record the cassettes again against the live model.")
     ] = False,
+    rev: RevOption = None,
 ) -> None:
     """Run each agent's tests: against their cassettes; exit 1 if any case fails.
 
@@ -421,7 +462,9 @@ def test_command(
     from runner.cli.commands import runtime_settings
     from runner.cli.testcmd import run_tests
 
-    raise typer.Exit(run_tests(agents, update=update, settings=runtime_settings(None)))
+    raise typer.Exit(
+        run_tests([at_rev(a, rev) for a in agents], update=update, settings=runtime_settings(None))
+    )
 
 
 @app.command()
@@ -464,6 +507,7 @@ def serve(
             "(for clients that do not render them; RUNNER_SERVE_TOOL_DETAILS=false).",
         ),
     ] = False,
+    rev: RevOption = None,
 ) -> None:
     """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...).
 
@@ -473,7 +517,7 @@ def serve(
 
     raise typer.Exit(
         run_serve(
-            paths or [],
+            [at_rev(p, rev) for p in paths or ([] if rev is None else ["agents"])],
             host=host,
             port=port,
             watch=watch,
@@ -533,6 +577,7 @@ def batch(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    rev: RevOption = None,
 ) -> None:
     """Run an agent over many inputs, concurrently, resumable: one result line per item.
 
@@ -545,7 +590,7 @@ def batch(
     from runner.cli.commands import runtime_settings
 
     command = BatchCommand(
-        agent=agent,
+        agent=at_rev(agent, rev),
         inputs=inputs,
         out=out,
         limits=BatchLimits(
@@ -596,7 +641,3 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
-
-
-import runner.cli.audit_cli  # noqa: E402  (registers `runner audit` on app)
-import runner.cli.eval_cli  # noqa: E402, F401  (registers `runner eval` on app)

@@ -21,6 +21,7 @@ from typing import Any
 from runner.agentfile.config import AgentConfig, LimitsConfig
 from runner.agentfile.members import fingerprint
 from runner.agentfile.output import OutputSchema, load_output
+from runner.agentfile.revisions import revision_of
 from runner.models.base import Model
 from runner.modes import Mode, choose_mode
 from runner.runtime.hooks import HookChains
@@ -45,6 +46,8 @@ class Provenance:
     git: dict[str, Any] | None
     #: The sha256 of every file the agent is made of (``agentfile.members.fingerprint``).
     config_sha256: str = ""
+    #: The revision the file was read at (``--rev``, ``git+``): repository, rev, commit, path.
+    revision: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,7 +126,13 @@ async def provenance_of(config: AgentConfig) -> Provenance:
 
     def read() -> Provenance:
         try:
-            return Provenance(file_sha256(config.path), git_state(config.path), fingerprint(config))
+            revision = revision_of(config.path)
+            return Provenance(
+                file_sha256(config.path),
+                git_state(config.path),
+                config_sha256=fingerprint(config),
+                revision=revision.record() if revision is not None else None,
+            )
         except OSError:
             return Provenance("", None)
 

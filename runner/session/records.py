@@ -33,6 +33,7 @@ def open_transcript(session: Session, resume: Transcript | None) -> TranscriptWr
             agent_path=str(runtime.config.path),
             agent_sha256=runtime.provenance.sha256,
             git=runtime.provenance.git,
+            **({"revision": runtime.provenance.revision} if runtime.provenance.revision else {}),
             model=session.model.name,
             replay=str(settings.replay) if settings.replay else None,
             record=str(settings.record) if settings.record else None,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from runner import __version__
+from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
 from runner.text import valid_text
 
@@ -65,7 +66,13 @@ def file_sha256(path: Path) -> str:
 
 
 def git_state(path: Path) -> dict[str, Any] | None:
-    """The commit of the repository holding ``path`` and whether that file is dirty; None outside git."""
+    """The commit of the repository holding ``path`` and whether that file is dirty; None outside git.
+
+    A file of a revision's tree (``--rev``, ``git+``) is that revision's commit, never dirty.
+    """
+    revision = revision_of(path)
+    if revision is not None:
+        return {"commit": revision.commit, "dirty": False}
     try:
         directory = str(path.parent)
         commit = subprocess.run(
