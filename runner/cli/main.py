@@ -641,3 +641,7 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+# Commands defined in their own modules register themselves on `app` when imported.
+from runner.cli import audit_cli, diff_cli, eval_cli  # noqa: E402, F401
