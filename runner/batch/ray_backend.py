@@ -22,7 +22,9 @@ import asyncio
 import dataclasses
 import logging
 import os
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -171,6 +173,7 @@ class RayBatch(Batch):
         self._pool: list[Any] = []
         self._busy: list[int] = []
         self._limiter_actor: Any = None
+        self._temp_dir: str | None = None  # the local Ray's (none with --address)
 
     def interrupt(self) -> None:
         super().interrupt()
@@ -236,6 +239,8 @@ class RayBatch(Batch):
         already (the caller's ``ray.init``, Python API), and its job's runtime environment stays."""
         if ray.is_initialized():
             return False
+        # a local Ray turns token authentication on and says so on stderr each time: keep it on, quietly
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
         options: dict[str, Any] = {
             "logging_level": logging.WARNING,
             "log_to_driver": False,
@@ -245,13 +250,26 @@ class RayBatch(Batch):
             if self.address is not None:
                 probe(self.address)
                 ray.init(address=self.address, **options)
-            else:
-                ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", **options)
+            else:  # a private temp dir: nothing shared with another Ray of this machine's user
+                self._temp_dir = tempfile.mkdtemp(
+                    prefix="runner-ray-", dir="/tmp" if os.name == "posix" else None
+                )
+                ray.init(
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    _temp_dir=self._temp_dir,
+                    **options,
+                )
         except RunnerError:
             raise
         except Exception as exc:
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
-            raise RunnerError(f"cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
+            hint = None
+            if self.address and os.environ.get("RAY_AUTH_MODE") is None:
+                hint = "a cluster with token authentication needs RAY_AUTH_MODE=token here (Ray's rule)"
+            raise RunnerError(
+                f"cannot start or reach {where}: {type(exc).__name__}: {exc}", hint=hint
+            ) from None
         self._connected = True
         return True
 
@@ -345,6 +363,9 @@ class RayBatch(Batch):
         if self._connected:
             self._connected = False
             ray.shutdown()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
 
 def _usage(result: ItemResult) -> Usage:

@@ -23,7 +23,14 @@ from tests.cli_run.conftest import cli, path_kind, serve
 __all__ = ["RayCluster", "cli", "path_kind", "ray_cluster", "serve"]
 
 RAY = str(Path(sys.executable).parent / "ray")
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+#: RAY_AUTH_MODE=disabled: `ray start` turns token authentication on whenever ~/.ray/auth_token
+#: exists (any local `ray.init()` of the user writes it), and a driver given an explicit address
+#: then needs RAY_AUTH_MODE=token; the test cluster (loopback only) does without, whatever ~/.ray holds.
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "disabled",
+}
 
 
 @dataclass(frozen=True)

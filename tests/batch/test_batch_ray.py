@@ -247,3 +247,64 @@ async def test_the_python_api_on_ray_shares_one_rate_limit_across_the_actors(
     # the items ran on two actors (4 items over 2 CPUs); with a limiter per actor, 4 requests
     # would start in the first second: with the one shared limiter, no 3 requests within a second
     assert all(later - first >= 0.9 for first, later in zip(stamps, stamps[2:], strict=False))
+
+
+def _local_ray_pids() -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"runner-ray-" in (entry / "cmdline").read_bytes():
+                pids.add(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_without_an_address_a_local_ray_is_started_and_stopped(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    server = serve(adder(), repeat=True)
+    agent = make_agent(tmp_path / "a", server.base_url)
+    write_inputs(tmp_path / "in.jsonl", ["one", "two"])
+    before = _local_ray_pids()
+    result = cli("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--backend", "ray")
+    assert result.returncode == 0, result.stderr
+    assert [line["answer"] for line in read_out(tmp_path / "out.jsonl")] == ["ANSWER one: 5", "ANSWER two: 5"]
+    assert "Token authentication" not in result.stderr and "WARNING" not in result.stderr
+    deadline = time.monotonic() + 15  # the local Ray's processes are gone once the command is
+    while (
+        left := {pid for pid in _local_ray_pids() - before if _alive(pid)}
+    ) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == set()
+
+
+async def test_a_token_budget_is_counted_on_the_driver_from_the_results(
+    serve: Any, tmp_path: Path, ray_cluster: RayCluster
+) -> None:
+    from runner.agentfile import load_agent
+    from runner.batch import BatchLimits, as_items
+    from runner.batch.ray_backend import RayBatch
+    from runner.runtime.settings import RuntimeSettings
+
+    server = serve(adder(), repeat=True)
+    config = load_agent(make_agent(tmp_path / "a", server.base_url))
+    limits = BatchLimits(concurrency=1, max_tokens=1)  # spent by the first item
+    batch = RayBatch(
+        config,
+        as_items(["p", "q", "r", "s"]),
+        address=ray_cluster.address,
+        limits=limits,
+        settings=RuntimeSettings(write_transcript=False),
+    )
+    results = [result async for result in batch.results()]
+    assert [(r.id, r.status) for r in results] == [(1, "ok")]
+    assert batch.stats.stopped is not None and "token" in batch.stats.stopped
+    assert batch.stats.tokens == results[0].usage["total_tokens"] > 0
+    assert len(server.requests) == 2  # the other items never reached the cluster's model
