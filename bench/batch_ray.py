@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import itertools
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -59,6 +60,8 @@ def local_cluster(cpus: int = 2) -> Iterator[str]:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        time.sleep(1)  # their files are closed
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _cluster_pids(marker: str) -> list[int]:
