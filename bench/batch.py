@@ -14,6 +14,9 @@ Memory: peak RSS of the ``runner batch`` process over 1,000 and 10,000 items (bo
 Three processes, so none shares a GIL with another: the scripted server, the real ``runner batch``
 command (transcripts on, as by default), and this one with the floor's clients.
 
+Ray: ``python -m bench.batch --ray [--ray-address ADDR]`` compares the Ray backend with the local
+one at equal concurrency (bench/batch_ray.py).
+
 Run: ``python -m bench.batch [--runs 3] [--items 640] [--concurrency 32] [--latency 0.05] [--big 10000]``.
 """
 
@@ -121,7 +124,7 @@ def write_agent(folder: Path, base_url: str) -> Path:
 
 
 def runner_batch(
-    folder: Path, agent: Path, items: int, concurrency: int
+    folder: Path, agent: Path, items: int, concurrency: int, extra: tuple[str, ...] = ()
 ) -> tuple[float, int, dict[str, Any]]:
     """One ``runner batch`` run: the batch's own seconds, the process's peak RSS (KiB), its summary."""
     inputs = folder / f"in-{items}.jsonl"
@@ -131,7 +134,7 @@ def runner_batch(
     env = {**os.environ, "RUNNER_HOME": str(folder / "home"), "RUNNER_FAST_PATH": "1"}
     argv = [str(Path(sys.executable).parent / "runner"), "batch", str(agent), str(inputs), "-o", str(out)]
     process = subprocess.Popen(
-        [*argv, "--concurrency", str(concurrency), "--json"],
+        [*argv, "--concurrency", str(concurrency), "--json", *extra],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -159,11 +162,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--serial-items", type=int, default=40)
     parser.add_argument("--big", type=int, default=10_000)
     parser.add_argument("--serve-scripted", action="store_true")
+    parser.add_argument("--ray", action="store_true", help="the Ray backend against the local one")
+    parser.add_argument("--ray-address", help="an existing cluster (default: one started here)")
     args = parser.parse_args(argv)
     if args.serve_scripted:
         return serve_scripted(args.latency)
     server, base_url = start_scripted(args.latency)
     try:
+        if args.ray:
+            from bench.batch_ray import measure_ray
+
+            return measure_ray(args, base_url)
         return _measure(args, base_url)
     finally:
         assert server.stdin is not None

@@ -73,13 +73,18 @@ async def run_batch(
     yes: bool = False,
     settings: RuntimeSettings | None = None,
     model: Model | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> AsyncIterator[ItemResult]:
     """Run ``agent`` (a file or a loaded ``AgentConfig``) on each of ``inputs``; yield each result.
 
     ``inputs``: strings (prompts) or ``{"id", "input", "vars"}`` dicts, taken lazily. Results come in
     input order unless ``ordered=False``. ``settings`` default to no transcripts (as ``runner.Agent``);
-    ``model`` replaces the file's (a ``ScriptedModel`` in tests).
+    ``model`` replaces the file's (a ``ScriptedModel`` in tests). ``backend="ray"`` runs the items
+    on Ray actors: on the cluster at ``address`` (or the caller's ``ray.init``), else a local Ray.
     """
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     config = agent if isinstance(agent, AgentConfig) else load_agent(Path(agent), extra_vars=list(vars or ()))
     limits = BatchLimits(
         concurrency=concurrency,
@@ -90,7 +95,13 @@ async def run_batch(
         retries=retries,
         limit=limit,
     )
-    batch = Batch(
+    kind: type[Batch] = Batch
+    extra: dict[str, Any] = {}
+    if backend == "ray":
+        from runner.batch.ray_backend import RayBatch
+
+        kind, extra = RayBatch, {"address": address}
+    batch = kind(
         config,
         as_items(inputs),
         settings=settings or RuntimeSettings(write_transcript=False),
@@ -99,6 +110,7 @@ async def run_batch(
         limits=limits,
         ordered=ordered,
         assume_yes=yes,
+        **extra,
     )
     async for result in batch.results():
         yield result

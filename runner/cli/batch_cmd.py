@@ -50,12 +50,7 @@ class BatchCommand:
 def _check_backend(command: BatchCommand) -> None:
     if command.backend not in ("local", "ray"):
         raise ConfigError(f"--backend must be local or ray, not '{command.backend}'")
-    if command.backend == "ray":
-        raise ConfigError(
-            "--backend ray is not available yet in this version of runner",
-            hint="use --backend local (the default): asyncio on this machine",
-        )
-    if command.address is not None:
+    if command.address is not None and command.backend != "ray":
         raise ConfigError("--address names a Ray cluster: it goes with --backend ray")
     if command.limits.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
@@ -63,6 +58,19 @@ def _check_backend(command: BatchCommand) -> None:
         raise ConfigError(f"-o {command.out} is a folder; give the output file's path")
     if command.inputs != "-" and Path(command.inputs).resolve() == command.out.resolve():
         raise ConfigError("-o names the input file: the results would overwrite the inputs")
+
+
+def _batch_class(command: BatchCommand) -> type[Batch]:
+    """``Batch`` (asyncio here) or ``RayBatch`` (Ray imported only then)."""
+    if command.backend != "ray":
+        return Batch
+    from runner.batch.ray_backend import RayBatch
+
+    return RayBatch
+
+
+def _backend_options(command: BatchCommand) -> dict[str, Any]:
+    return {"address": command.address} if command.backend == "ray" else {}
 
 
 def _open_inputs(ref: str, stack: ExitStack) -> tuple[Path, str]:
@@ -115,7 +123,7 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
                 note + (f", {out.dropped} lines dropped to run again" if out.dropped else ""), err=True
             )
         total = min(count, command.limits.limit) if command.limits.limit else count
-        batch = Batch(
+        batch = _batch_class(command)(
             config,
             parse_lines(_lines(path)),
             settings=settings,
@@ -125,6 +133,7 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
             assume_yes=command.yes,
             skip=out.skip,
             agent_sha256=agent_sha,
+            **_backend_options(command),
         )
         started = time.monotonic()
         out.open()

@@ -151,11 +151,9 @@ def test_retries_run_an_item_again_after_a_transient_failure(cli: Cli, serve: An
     assert first["status"] == "ok" and first["attempts"] == 2 and first["answer"] == "ANSWER flaky 2: 5"
 
 
-def test_the_ray_backend_is_refused_clearly(cli: Cli, tmp_path: Path) -> None:
+def test_an_address_without_the_ray_backend_is_refused_clearly(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text('"x"\n', encoding="utf-8")
     agent = make_agent(tmp_path / "a", "http://127.0.0.1:9/v1")
-    result = cli("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--backend", "ray")
-    assert result.returncode == 2 and "--backend ray is not available yet" in result.stderr
     result = cli("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--address", "10.0.0.1:6379")
     assert result.returncode == 2 and "--address names a Ray cluster" in result.stderr
 
