@@ -122,9 +122,10 @@ def _check_options(command: EvalCommand) -> None:
 async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[EvalReport, EvalReport | None]:
     """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's)."""
     from runner.agentfile import find_agent, load_agent
+    from runner.agentfile.revisions import at_revision, revision_of
     from runner.cli.guard import note_secrets
+    from runner.errors import ConfigError
     from runner.evals import Judge, eval_cases, judge_config, require_judge, run_eval
-    from runner.evals.at_revision import agent_at_revision
 
     variables = dict(command.variables or {})
     config = load_agent(find_agent(command.agent), extra_vars=list(variables))
@@ -149,15 +150,20 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
     try:
         if command.against is None:
             return await run(config, cases, None), None
-        with agent_at_revision(config.path, command.against) as (path, commit):
-            old = load_agent(path, extra_vars=list(variables))
-            note_secrets(old)
-            old_cases = eval_cases(old, command.repeat)
-            require_judge(spec, [c.name for c in old_cases if c.expect.judge], old)
-            now = await run(config, cases, None)
-            before = await run(old, old_cases, f"{command.against} ({commit[:12]})")
-            before.path = str(config.path)  # the file it was, not the temporary copy
-            return now, before
+        try:  # the same loader as --rev: git's objects, a tree cached by commit, escapes refused
+            path = at_revision(config.path, command.against, home=settings.home)
+        except ConfigError as exc:
+            raise ConfigError(f"--against {command.against}: {exc.message}", hint=exc.hint) from None
+        revision = revision_of(path)
+        commit = revision.commit if revision is not None else ""
+        old = load_agent(path, extra_vars=list(variables))
+        note_secrets(old)
+        old_cases = eval_cases(old, command.repeat)
+        require_judge(spec, [c.name for c in old_cases if c.expect.judge], old)
+        now = await run(config, cases, None)
+        before = await run(old, old_cases, f"{command.against} ({commit[:12]})")
+        before.path = str(config.path)  # the file it was, not the copy in the revision's tree
+        return now, before
     finally:
         if judge is not None:
             await judge.aclose()

@@ -8,7 +8,7 @@ Module map:
 - ``judge``: the judge model, its prompt, and reading its verdict.
 - ``stats``: the Wilson score interval and Fisher's exact test.
 - ``compare``: two reports of one agent at two revisions, case by case.
-- ``at_revision``: the agent file as it was at a git revision (a stand-in for the shared loader).
+- (``--against`` reads the other revision with ``runner.agentfile.revisions.at_revision``, as ``--rev`` does.)
 """
 
 from __future__ import annotations

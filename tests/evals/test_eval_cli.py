@@ -269,20 +269,22 @@ def test_bad_input_is_refused_with_exit_2(cli: Cli, serve: Any, tmp_path: Path) 
     assert "case 'polite' has expect.judge, but no judge model is named" in no_judge.stderr
     assert "--judge MODEL" in no_judge.stderr
     missing = cli("eval", str(agent), "--judge", "openai/judge", "--against", "no-such-branch")
-    assert missing.returncode == 2 and "--against no-such-branch: no such revision" in missing.stderr
+    assert (
+        missing.returncode == 2 and "--against no-such-branch: no revision 'no-such-branch'" in missing.stderr
+    )
     outside = write_agent(tmp_path / "loose", agent_yaml(server.base_url, cases=CASES), tools=TOOLS)
     refused = cli(
         "eval", str(outside), "--against", "HEAD", extra_env={"GIT_CEILING_DIRECTORIES": str(tmp_path)}
     )
-    assert refused.returncode == 2 and "is not inside a git repository" in refused.stderr
+    assert refused.returncode == 2 and "is not in one" in refused.stderr
     _git(repo, "mv", "agent.yaml", "renamed.yaml")
     _git(repo, "commit", "-q", "-m", "rename")
     gone = cli("eval", str(repo / "renamed.yaml"), "--judge", "openai/judge", "--against", "HEAD~1")
-    assert gone.returncode == 2 and "renamed.yaml does not exist at HEAD~1" in gone.stderr
+    assert gone.returncode == 2 and "'renamed.yaml' does not exist at revision 'HEAD~1'" in gone.stderr
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
     cut = cli("eval", str(shallow / "renamed.yaml"), "--judge", "openai/judge", "--against", "HEAD~1")
-    assert cut.returncode == 2 and "--against HEAD~1: no such revision" in cut.stderr
+    assert cut.returncode == 2 and "--against HEAD~1: no revision 'HEAD~1'" in cut.stderr
     assert "shallow clone" in cut.stderr
     empty = write_agent(tmp_path / "empty", agent_yaml(server.base_url, cases=""), tools=TOOLS)
     none = cli("eval", str(empty))
