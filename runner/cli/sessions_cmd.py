@@ -4,7 +4,8 @@
 (``--rev``: resolved to a commit in each transcript's repository, and matched against the commit
 its header recorded). ``show`` prints the header, the messages, the events that matter, and for
 each turn the configuration it ran under: the hash of every file the agent is made of, and, when a
-reload changed it, what changed (``runtime.snapshot.snapshot_changes``).
+reload changed it, what changed: ``runner diff``'s comparison (``agentdiff.compare``) of the
+snapshots the transcript recorded.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _message(record: dict[str, Any]) -> None:
 
 
 def _show(session_id: str, *, show_all: bool) -> None:
-    from runner.runtime.snapshot import snapshot_changes
+    from runner.agentdiff import compare, format_diff
     from runner.store.transcript import find_transcript, read_transcript
 
     t = read_transcript(find_transcript(runtime_settings(None).home, session_id))
@@ -144,7 +145,9 @@ def _show(session_id: str, *, show_all: bool) -> None:
             digest = str(data.get("hash"))
             if current is not None and current in snapshots and digest != current:
                 typer.echo(f"  (configuration changed: {current} -> {digest})")
-                for line in snapshot_changes(snapshots[current], data["snapshot"]) or ["(files changed)"]:
+                diff = compare(snapshots[current], data["snapshot"], old_label=current, new_label=digest)
+                lines = format_diff(diff).splitlines()[2:] if not diff.same else []
+                for line in lines or ["(only the files changed: nothing runner diff compares)"]:
                     typer.echo(f"    {line}")
             snapshots[digest] = data["snapshot"]
             current = digest

@@ -88,8 +88,8 @@ async def test_sessions_show_prints_each_turns_configuration_and_what_changed(
     out = shown.stdout
     assert f"(turn 1, configuration {first})" in out and f"(turn 2, configuration {second})" in out
     assert f"(configuration changed: {first} -> {second})" in out
-    assert "tool added: mul" in out
-    assert "-You add." in out and "+You add and multiply." in out  # the prompt's unified diff
+    assert "tools:" in out and "  + mul" in out
+    assert "-You add.\n" in out + "\n" and "+You add and multiply." in out  # the prompt's unified diff
     assert out.index("configuration changed") < out.index("(turn 2,")
 
 
