@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.main import TEXT_ARG, app, display_path, handles_errors
+from runner.cli.main import TEXT_ARG, RevOption, app, at_rev, display_path, handles_errors
 
 __all__ = ["audit"]
 
@@ -23,19 +23,20 @@ def audit(
     agent_name: Annotated[
         str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
     ] = None,
+    rev: RevOption = None,
 ) -> None:
     """List what the agent will run or reach (modules, commands, URLs, variables...), running none of it.
 
     Nothing is imported, started or fetched. The groups and the --json shape: docs/audit.md.
 
-    Example: runner audit agent.yaml; runner audit agent.yaml --json
+    Example: runner audit agent.yaml; runner audit agent.yaml --rev main --json
     """
     from runner.agentfile import find_agent
     from runner.audit import audit_agent, audit_context, listing, load_for_audit
     from runner.cli.guard import note_secrets
 
     env = dict(os.environ)
-    config = load_for_audit(find_agent(agent), agent=agent_name, env=env)
+    config = load_for_audit(find_agent(at_rev(agent, rev)), agent=agent_name, env=env)
     note_secrets(config)  # a secret that reached an argument or a URL is never printed
     report = audit_agent(config, audit_context(env))
     if json_output:

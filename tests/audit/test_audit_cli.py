@@ -280,3 +280,36 @@ def test_an_unset_variable_without_default_is_listed_not_fatal(
     variables = {v["name"]: (v["set"], v["defaulted"], v["secret"]) for v in data["variables"]}
     assert variables == {"AUDIT_NO_MODEL": (False, False, False), "AUDIT_NO_KEY": (False, False, True)}
     assert "AUDIT_NO_KEY  UNSET, no default: a run fails  secret" in _audit("a.yaml").output
+
+
+def test_rev_audits_the_file_as_committed_not_the_work_tree(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "rev"
+    repo.mkdir()
+    (repo / "agent.yaml").write_text("version: 1\nname: revved\nmodel: openai/x\ntools:\n  - builtin: time\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    (repo / "agent.yaml").write_text(
+        "version: 1\nname: revved\nmodel: openai/x\ntools:\n  - builtin: shell\n"
+    )
+    runner = str(Path(sys.executable).parent / "runner")
+    env = {**os.environ, "RUNNER_HOME": str(tmp_path / "home")}
+
+    committed = subprocess.run(
+        [runner, "audit", str(repo / "agent.yaml"), "--rev", "HEAD"], capture_output=True, text=True, env=env
+    )
+    work_tree = subprocess.run(
+        [runner, "audit", str(repo / "agent.yaml")], capture_output=True, text=True, env=env
+    )
+    assert committed.returncode == 0 and work_tree.returncode == 0, committed.stderr + work_tree.stderr
+    assert "builtin:shell" not in committed.stdout and "agent.yaml@HEAD" in committed.stdout
+    assert "builtin:shell" in work_tree.stdout
+    missing = subprocess.run(
+        [runner, "audit", str(repo / "agent.yaml"), "--rev", "nope"], capture_output=True, text=True, env=env
+    )
+    assert missing.returncode == 2 and "no revision 'nope'" in missing.stderr
