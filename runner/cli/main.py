@@ -24,7 +24,6 @@ __all__ = [
     "VarOption",
     "app",
     "at_rev",
-    "batch",
     "debug_enabled",
     "display_path",
     "echo_error",
@@ -36,7 +35,6 @@ __all__ = [
     "resume",
     "run",
     "schema",
-    "serve",
     "sessions",
     "test_command",
     "tools",
@@ -467,152 +465,6 @@ def test_command(
     )
 
 
-@app.command()
-@handles_errors
-def serve(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            click_type=TEXT_ARG,
-            metavar="PATH...",
-            help="Agent files or folders (searched recursively); default ./agents.",
-        ),
-    ] = None,
-    host: Annotated[
-        str | None,
-        typer.Option("--host", metavar="HOST", help="Interface to bind (RUNNER_SERVE_HOST, 127.0.0.1)."),
-    ] = None,
-    port: Annotated[
-        int | None, typer.Option("--port", metavar="PORT", help="Port (RUNNER_SERVE_PORT, 8000).")
-    ] = None,
-    watch: Annotated[
-        bool, typer.Option("--watch", help="Reload agent files when they change; running requests finish.")
-    ] = False,
-    no_transcripts: Annotated[
-        bool, typer.Option("--no-transcripts", help="Do not write a transcript per request.")
-    ] = False,
-    allow_origin: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-origin",
-            metavar="ORIGIN",
-            help="A browser origin to answer, with CORS (repeatable; RUNNER_SERVE_ALLOWED_ORIGINS).",
-        ),
-    ] = None,
-    plain: Annotated[
-        bool,
-        typer.Option(
-            "--plain",
-            help="Answer with the text only, without the <details> blocks that show tool calls "
-            "(for clients that do not render them; RUNNER_SERVE_TOOL_DETAILS=false).",
-        ),
-    ] = False,
-    rev: RevOption = None,
-) -> None:
-    """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...).
-
-    Example: runner serve agents/ --port 8000 --watch
-    """
-    from runner.cli.serve_cmd import run_serve
-
-    raise typer.Exit(
-        run_serve(
-            [at_rev(p, rev) for p in paths or ([] if rev is None else ["agents"])],
-            host=host,
-            port=port,
-            watch=watch,
-            transcripts=not no_transcripts,
-            allow_origins=allow_origin or [],
-            tool_details=False if plain else None,
-        )
-    )
-
-
-@app.command()
-@handles_errors
-def batch(
-    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
-    inputs: Annotated[
-        str,
-        typer.Argument(
-            click_type=TEXT_ARG,
-            metavar="INPUTS.jsonl",
-            help='One item per line: a JSON string, or {"id", "input", "vars"}; - reads standard input.',
-        ),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="OUT.jsonl", help="Where the results go.")],
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", metavar="N", help="Items at once.")] = 8,
-    backend: Annotated[
-        str, typer.Option("--backend", metavar="local|ray", help="Where items run.")
-    ] = "local",
-    address: Annotated[
-        str | None, typer.Option("--address", metavar="ADDR", help="The Ray cluster to connect to.")
-    ] = None,
-    var: VarOption = None,
-    max_cost_usd: Annotated[
-        float | None, typer.Option("--max-cost-usd", metavar="X", help="Start no item once the batch cost X.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option("--max-tokens", metavar="N", help="Start no item once the batch used N tokens."),
-    ] = None,
-    rpm: Annotated[
-        int | None, typer.Option("--rpm", metavar="N", help="Model requests per minute, all items.")
-    ] = None,
-    tpm: Annotated[
-        int | None, typer.Option("--tpm", metavar="N", help="Tokens per minute, all items.")
-    ] = None,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries", metavar="N", help="Run an item again after a transient failure (429, 5xx)."
-        ),
-    ] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", metavar="N", help="Only the first N items.")] = None,
-    unordered: Annotated[
-        bool, typer.Option("--unordered", help="Leave the lines in the order items finished.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Reuse an output file of another agent or input (its lines go).")
-    ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
-    rev: RevOption = None,
-) -> None:
-    """Run an agent over many inputs, concurrently, resumable: one result line per item.
-
-    Exit 0 all ok, 1 some failed, 3 a budget stopped it, 130 Ctrl+C (rerun the same command to resume).
-
-    Example: runner batch agent.yaml tickets.jsonl -o answers.jsonl --concurrency 16 --max-cost-usd 5
-    """
-    from runner.batch import BatchLimits
-    from runner.cli.batch_cmd import BatchCommand, run_batch_command
-    from runner.cli.commands import runtime_settings
-
-    command = BatchCommand(
-        agent=at_rev(agent, rev),
-        inputs=inputs,
-        out=out,
-        limits=BatchLimits(
-            concurrency=concurrency,
-            max_cost_usd=max_cost_usd,
-            max_tokens=max_tokens,
-            rpm=rpm,
-            tpm=tpm,
-            retries=retries,
-            limit=limit,
-        ),
-        variables=parse_vars(var),
-        backend=backend,
-        address=address,
-        ordered=not unordered,
-        force=force,
-        yes=yes,
-        json_output=json_output,
-    )
-    raise typer.Exit(run_batch_command(command, runtime_settings(None)))
-
-
 def main() -> None:
     """Console-script entry point.
 
@@ -644,4 +496,4 @@ def main() -> None:
 
 
 # Commands defined in their own modules register themselves on `app` when imported.
-from runner.cli import audit_cli, diff_cli, eval_cli  # noqa: E402, F401
+from runner.cli import serve_cli, batch_cli, audit_cli, diff_cli, eval_cli  # noqa: E402, F401, I001
