@@ -140,6 +140,8 @@ class _Checker:
         info = self.doc.sources.value(path)
         origin = Path(info.file) if info is not None else self.doc.path
         if isinstance(value, dict):
+            if not isinstance(value.get("file"), str):
+                return  # the schema reports a template mapping without its file
             try:
                 file = (origin.parent / value["file"]).resolve()
                 text = read_template_file(file, shown=value["file"])

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -114,6 +114,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(
+    mutant=(
+        "weather.yaml",
+        b"version: 1\nname: weather\nextends: ./layers/middle.yaml\nprompts:\n  user: {}\n",
+    )
+)  # found by this test: a template mapping without `file`, over an extends chain, was a KeyError
 @given(mutant=_mutant())
 def test_mutated_files_never_crash_validate(
     mutant: tuple[str, bytes], workspace: Path, monkeypatch: pytest.MonkeyPatch
