@@ -100,6 +100,7 @@ def every_error(survey: Survey, *, extra_vars: Iterable[str] = ()) -> list[Confi
     errors = list(survey.errors)
     for name in survey.names:
         errors += survey.semantic_errors(name, extra_vars=extra)
+    errors += survey.workflow_errors(extra_vars=extra)
     return sort_errors(errors)
 
 

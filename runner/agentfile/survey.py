@@ -89,6 +89,14 @@ class Survey:
             vars_known=prefix not in self.broken,
         )
 
+    def workflow_errors(self, *, extra_vars: Iterable[str] = ()) -> list[ConfigError]:
+        """The checks a schema cannot make of the team's ``workflow:`` (step references, output fields)."""
+        from runner.agentfile.workflow_checks import workflow_errors  # only files with a workflow pay
+
+        if not self.is_team or "workflow" not in self.document.data:
+            return []
+        return workflow_errors(self.document, bodies=self.bodies, sound=self.sound, extra_vars=extra_vars)
+
 
 def _bodies(doc: Document, faults: set[str]) -> tuple[tuple[tuple[str, PathKey], ...], list[ConfigError]]:
     """The agents of ``doc``; a team with none left is an error (unless the schema said so)."""

@@ -1,0 +1,223 @@
+"""What a workflow step's output is, as far as its agent's ``output:`` schema says (issue 17).
+
+A ``Shape`` is text (an agent without ``output:``), anything (no schema to go by), a JSON Schema
+node (with the schema it belongs to, for ``$ref``), or a list of shapes (a ``for_each``'s outputs).
+``child(shape, key)`` walks one step of a field path (``properties``, ``items``, ``$ref``,
+``anyOf``/``oneOf``/``allOf``) and says why the schema has no such field; ``describe`` writes a shape
+the way ``runner render`` shows it (``object{tasks: array}``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from runner.agentfile.validate import resolve_pointer, suggest
+
+__all__ = [
+    "ANY",
+    "TEXT",
+    "Missing",
+    "Shape",
+    "child",
+    "describe",
+    "is_list",
+    "item_of",
+    "list_of",
+    "of_schema",
+    "what_it_is",
+]
+
+#: How many ``$ref``s are followed in a row (a schema that refers to itself in a loop stops here).
+_MAX_REFS = 32
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The type of a value a template reads."""
+
+    kind: Literal["text", "any", "schema", "list"]
+    schema: Any = None
+    root: Any = None
+    item: Shape | None = None
+
+
+ANY = Shape("any")
+TEXT = Shape("text")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a field path goes nowhere: what the value is, and a close name among its fields."""
+
+    reason: str
+    close: str | None = None
+
+
+def of_schema(schema: Any) -> Shape:
+    """The shape of an output schema (a whole one: ``$ref`` resolves inside it)."""
+    return Shape("schema", schema=schema, root=schema)
+
+
+def list_of(item: Shape) -> Shape:
+    return Shape("list", item=item)
+
+
+def _resolved(shape: Shape) -> Shape:
+    node, seen = shape.schema, 0
+    while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and seen < _MAX_REFS:
+        try:
+            node = resolve_pointer(shape.root, node["$ref"])
+        except LookupError:
+            return ANY  # the agent's own check reports the reference
+        seen += 1
+    if not isinstance(node, Mapping) or not node or seen >= _MAX_REFS:
+        return ANY if node is not False else Shape("schema", schema=False, root=shape.root)
+    return Shape("schema", schema=node, root=shape.root)
+
+
+def _types(schema: Mapping[str, Any]) -> set[str] | None:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {str(t) for t in declared}
+    if "properties" in schema:
+        return {"object"}
+    if "items" in schema or "prefixItems" in schema:
+        return {"array"}
+    return None
+
+
+def _branches(schema: Mapping[str, Any]) -> list[Any]:
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return list(schema[key])
+    return []
+
+
+def _an(types: set[str]) -> str:
+    names = sorted(types)
+    word = " or ".join(names)
+    return ("an " if names[0][0] in "aeiou" else "a ") + word
+
+
+def child(shape: Shape, key: str | int) -> Shape | Missing:
+    """The shape of ``value[key]`` for a value of ``shape``, or why there is none."""
+    if shape.kind == "any":
+        return ANY
+    if shape.kind == "text":
+        return Missing("is text")
+    if shape.kind == "list":
+        if isinstance(key, int) or str(key).isdigit():
+            return shape.item or ANY
+        return Missing("is a list")
+    here = _resolved(shape)
+    if here.kind != "schema":
+        return here
+    schema = here.schema
+    if schema is False:
+        return Missing("can have no value")
+    branches = _branches(schema) + list(schema.get("allOf") or [])
+    if branches and not _types(schema):
+        results = [child(_resolved(Shape("schema", schema=b, root=shape.root)), key) for b in branches]
+        found = [r for r in results if isinstance(r, Shape)]
+        if found:
+            return found[0]
+        misses = [r for r in results if isinstance(r, Missing)]
+        return next((m for m in misses if m.close), misses[0])
+    types = _types(schema)
+    if isinstance(key, int) or (types is not None and "object" not in types and str(key).isdigit()):
+        return _index(here, types)
+    properties = schema.get("properties")
+    props = dict(properties) if isinstance(properties, Mapping) else {}
+    if key in props:
+        return Shape("schema", schema=props[key], root=shape.root)
+    for pattern, sub in (schema.get("patternProperties") or {}).items():
+        try:
+            if re.search(str(pattern), key):
+                return Shape("schema", schema=sub, root=shape.root)
+        except re.error:
+            return ANY
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        return Shape("schema", schema=extra, root=shape.root)
+    if types is not None and "object" not in types:
+        return Missing(f"is {_an(types)}")
+    if props and extra is not True:
+        return Missing("has no field '" + key + "'", suggest(key, props))
+    if extra is False:
+        return Missing("has no fields")
+    return ANY
+
+
+def _index(here: Shape, types: set[str] | None) -> Shape | Missing:
+    schema = here.schema
+    if types is not None and "array" not in types:
+        return Missing(f"is {_an(types)}")
+    items = schema.get("items")
+    if isinstance(items, Mapping | bool):
+        return Shape("schema", schema=items, root=here.root)
+    return ANY
+
+
+def is_list(shape: Shape) -> bool | None:
+    """Whether a value of ``shape`` is a list: True, False, or None when the schema does not say."""
+    if shape.kind == "list":
+        return True
+    if shape.kind == "text":
+        return False
+    if shape.kind == "any":
+        return None
+    here = _resolved(shape)
+    if here.kind != "schema" or here.schema is False:
+        return None
+    types = _types(here.schema)
+    if types is None:
+        answers = {is_list(Shape("schema", schema=b, root=shape.root)) for b in _branches(here.schema)}
+        return True if True in answers else (False if answers == {False} else None)
+    return "array" in types
+
+
+def what_it_is(shape: Shape) -> str:
+    """``a string``, ``text``, ``an object``: what a value that is not a list is, for messages."""
+    if shape.kind == "text":
+        return "text"
+    here = _resolved(shape)
+    types = _types(here.schema) if here.kind == "schema" and isinstance(here.schema, Mapping) else None
+    return _an(types) if types else "not a list"
+
+
+def item_of(shape: Shape) -> Shape:
+    """The shape of one item of a list of ``shape`` (what a ``for_each`` binds its ``as`` name to)."""
+    found = child(shape, 0)
+    return found if isinstance(found, Shape) else ANY
+
+
+def describe(shape: Shape, depth: int = 1) -> str:
+    """``text``, ``any``, ``string``, ``array[object{title: string}]``, ``object{tasks: array}``."""
+    if shape.kind in ("text", "any"):
+        return shape.kind
+    if shape.kind == "list":
+        return f"array[{describe(shape.item or ANY, depth)}]"
+    here = _resolved(shape)
+    if here.kind != "schema":
+        return describe(here, depth)
+    schema = here.schema
+    if schema is False:
+        return "nothing"
+    branches = _branches(schema)
+    if branches and not _types(schema):
+        return " | ".join(describe(Shape("schema", schema=b, root=shape.root), depth) for b in branches)
+    types = _types(schema) or {"any"}
+    if types == {"object"} and depth > 0 and isinstance(schema.get("properties"), Mapping):
+        fields = ", ".join(
+            f"{name}: {describe(Shape('schema', schema=sub, root=shape.root), depth - 1)}"
+            for name, sub in schema["properties"].items()
+        )
+        return f"object{{{fields}}}"
+    if types == {"array"} and depth > 0:
+        return f"array[{describe(item_of(here), depth - 1)}]"
+    return " | ".join(sorted(types))
