@@ -36,11 +36,13 @@ def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables
 def run_render(
     ref: str, *, input: str, variables: Mapping[str, Any], agent_name: str | None, json_output: bool
 ) -> None:
-    """Print the first request an agent would send, without calling a model."""
+    """Print the first request an agent would send, without calling a model; or a team's workflow."""
     import asyncio
 
     from runner.session.opening import first_request
 
+    if agent_name is None and _render_workflow(ref, variables=variables, json_output=json_output):
+        return
     config = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
     note_secrets(config)
     _warn_unknown_vars(config, variables)
@@ -68,6 +70,26 @@ def run_render(
         for key, value in (request.get("params") or {}).items():
             typer.echo(f"--- {key} ---")
             typer.echo(json.dumps(value, ensure_ascii=False))
+
+
+def _render_workflow(ref: str, *, variables: Mapping[str, Any], json_output: bool) -> bool:
+    """Print the workflow of a team file that has one (checked first); False when it has none."""
+    from runner.agentfile.files import inspect_file
+    from runner.errors import ConfigErrors
+
+    try:
+        agent_file = load_file(find_agent(ref))
+    except ConfigError:
+        return False  # the one-agent path reports it, as before
+    from runner.cli.render_workflow import has_workflow, render_workflow
+
+    if not has_workflow(agent_file):
+        return False
+    checked, errors = inspect_file(agent_file.path, extra_vars=variables.keys())
+    if errors or checked is None:
+        raise ConfigErrors(errors)
+    render_workflow(checked, json_output=json_output)
+    return True
 
 
 def runtime_settings(model: str | None, **changes: Any) -> Any:

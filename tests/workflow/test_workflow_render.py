@@ -1,0 +1,173 @@
+"""``runner render team.yaml`` with a ``workflow:``: the steps as a tree, with output types (issue 17)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from runner.cli import main
+
+Invoke = Callable[..., Result]
+
+TEAM = """\
+version: 1
+agents:
+  planner:
+    model: openai/gpt-4o-mini
+    output:
+      python: wfrender_models:Plan
+  researcher:
+    model: openai/gpt-4o-mini
+  reviewer:
+    model: openai/gpt-4o-mini
+    output:
+      type: object
+      properties:
+        approved: {type: boolean}
+        notes: {type: string}
+workflow:
+  name: research
+  steps:
+    - id: plan
+      agent: planner
+    - id: research
+      for_each: steps.plan.output.tasks
+      as: task
+      max_parallel: 2
+      step:
+        id: dig
+        agent: researcher
+        input: "Research {{ task.topic }}"
+    - id: checks
+      parallel:
+        - id: check
+          agent: reviewer
+          input: "{{ steps.research.output | join(', ') }}"
+        - id: second
+          agent: reviewer
+          when: input | length > 10
+          on_error: continue
+    - id: review
+      loop:
+        max_iterations: 3
+        until: steps.again.output.approved
+        steps:
+          - id: again
+            agent: reviewer
+            input: |
+              Round {{ iteration }}
+              {{ steps.check.output.notes }}
+            vars:
+              round: "{{ iteration }}"
+  output: "{{ steps.again.output.notes }}"
+"""
+
+MODELS = """\
+from pydantic import BaseModel
+
+
+class Task(BaseModel):
+    topic: str
+
+
+class Plan(BaseModel):
+    title: str
+    tasks: list[Task]
+"""
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    monkeypatch.setitem(main._state, "debug", False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team.yaml").write_text(TEAM, encoding="utf-8")
+    (tmp_path / "wfrender_models.py").write_text(MODELS, encoding="utf-8")
+    monkeypatch.delitem(__import__("sys").modules, "wfrender_models", raising=False)
+
+    def invoke(*args: str) -> Result:
+        result = CliRunner().invoke(main.app, list(args))
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+def test_render_prints_the_workflow_as_a_tree_with_output_types(cli: Invoke) -> None:
+    result = cli("render", "team.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.output == textwrap.dedent(
+        """\
+        # workflow: research (team.yaml)
+        ├─ plan: agent planner -> object{title: string, tasks: array}
+        │    input: {{ input }}
+        ├─ research: for_each steps.plan.output.tasks as task (max_parallel 2) -> array[text]
+        │  └─ dig: agent researcher -> text
+        │       input: Research {{ task.topic }}
+        ├─ checks: parallel
+        │  ├─ check: agent reviewer -> object{approved: boolean, notes: string}
+        │  │    input: {{ steps.research.output | join(', ') }}
+        │  └─ second: agent reviewer -> object{approved: boolean, notes: string}
+        │       when: input | length > 10
+        │       on_error: continue
+        │       input: {{ input }}
+        └─ review: loop until steps.again.output.approved (max_iterations 3)
+           └─ again: agent reviewer -> object{approved: boolean, notes: string}
+                input: Round {{ iteration }}
+                       {{ steps.check.output.notes }}
+                vars.round: {{ iteration }}
+        output: {{ steps.again.output.notes }}
+        """
+    )
+
+
+def test_render_json_has_the_same_tree(cli: Invoke) -> None:
+    result = cli("render", "team.yaml", "--json")
+    assert result.exit_code == 0, result.output
+    tree = json.loads(result.stdout)
+    assert tree["workflow"] == "research"
+    plan, research, checks, review = tree["steps"]
+    assert plan == {
+        "id": "plan",
+        "kind": "agent",
+        "agent": "planner",
+        "input": "{{ input }}",
+        "output_type": "object{title: string, tasks: array}",
+    }
+    assert research["output_type"] == "array[text]"
+    assert research["step"]["id"] == "dig"
+    assert [s["id"] for s in checks["steps"]] == ["check", "second"]
+    assert review["max_iterations"] == 3
+    assert review["steps"][0]["vars"] == {"round": "{{ iteration }}"}
+    assert tree["output"] == "{{ steps.again.output.notes }}"
+
+
+def test_a_python_model_types_the_field_checks_too(cli: Invoke, tmp_path: Path) -> None:
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM.replace("{{ task.topic }}", "{{ task.topik }}"), encoding="utf-8")
+    result = cli("validate", "team.yaml")
+    assert result.exit_code == 2
+    assert "task has no field 'topik' (did you mean 'topic'?)" in result.output
+
+
+def test_render_of_an_invalid_workflow_shows_the_located_errors(cli: Invoke, tmp_path: Path) -> None:
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM.replace("steps.check.output.notes", "steps.chek.output.notes"), encoding="utf-8")
+    result = cli("render", "team.yaml")
+    assert result.exit_code == 2
+    assert (
+        "team.yaml:47:1: workflow.steps[3].loop.steps[0].input: no step 'chek' (did you mean 'check'?)"
+        in (result.output)
+    )
+
+
+def test_render_with_agent_still_renders_one_agent(cli: Invoke) -> None:
+    result = cli("render", "team.yaml", "--agent", "reviewer", "-p", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("# agent: reviewer (team.yaml)\n")
+    assert "workflow" not in result.output
