@@ -249,7 +249,7 @@ class _Checker:
             with metered(self.engine.env.limits):
                 undeclared = meta.find_undeclared_variables(tree)
         except _PARSE_ERRORS as exc:
-            self.syntax(exc, path, "template")
+            self.syntax(exc, path, "expression" if path[-1] in ("when", "until", "for_each") else "template")
             return
         for name in sorted(undeclared - known):
             close = suggest(name, known)

@@ -32,6 +32,8 @@ __all__ = [
 
 #: How many ``$ref``s are followed in a row (a schema that refers to itself in a loop stops here).
 _MAX_REFS = 32
+#: How deep ``anyOf``/``oneOf``/``allOf`` are looked into (a branch may refer back to its schema).
+_MAX_NESTING = 4
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,11 @@ def _an(types: set[str]) -> str:
     return ("an " if names[0][0] in "aeiou" else "a ") + word
 
 
-def child(shape: Shape, key: str | int) -> Shape | Missing:
-    """The shape of ``value[key]`` for a value of ``shape``, or why there is none."""
+def child(shape: Shape, key: str | int, *, seen: frozenset[int] = frozenset()) -> Shape | Missing:
+    """The shape of ``value[key]`` for a value of ``shape``, or why there is none.
+
+    ``seen``: the combinators being looked into further up (a branch that leads back to one adds
+    nothing, and is left out)."""
     if shape.kind == "any":
         return ANY
     if shape.kind == "text":
@@ -122,7 +127,14 @@ def child(shape: Shape, key: str | int) -> Shape | Missing:
         return Missing("can have no value")
     branches = _branches(schema) + list(schema.get("allOf") or [])
     if branches and not _types(schema):
-        results = [child(_resolved(Shape("schema", schema=b, root=shape.root)), key) for b in branches]
+        if id(schema) in seen or len(seen) > _MAX_NESTING:
+            return ANY
+        inner = seen | {id(schema)}
+        others = [Shape("schema", schema=b, root=shape.root) for b in branches]
+        others = [b for b in others if id(_resolved(b).schema) not in inner]
+        results = [child(b, key, seen=inner) for b in others]
+        if not results:
+            return ANY
         found = [r for r in results if isinstance(r, Shape)]
         if found:
             return found[0]
@@ -163,7 +175,7 @@ def _index(here: Shape, types: set[str] | None) -> Shape | Missing:
     return ANY
 
 
-def is_list(shape: Shape) -> bool | None:
+def is_list(shape: Shape, *, seen: frozenset[int] = frozenset()) -> bool | None:
     """Whether a value of ``shape`` is a list: True, False, or None when the schema does not say."""
     if shape.kind == "list":
         return True
@@ -172,11 +184,13 @@ def is_list(shape: Shape) -> bool | None:
     if shape.kind == "any":
         return None
     here = _resolved(shape)
-    if here.kind != "schema" or here.schema is False:
+    if here.kind != "schema" or here.schema is False or id(here.schema) in seen or len(seen) > _MAX_NESTING:
         return None
     types = _types(here.schema)
     if types is None:
-        answers = {is_list(Shape("schema", schema=b, root=shape.root)) for b in _branches(here.schema)}
+        inner = seen | {id(here.schema)}
+        branches = _branches(here.schema)
+        answers = {is_list(Shape("schema", schema=b, root=shape.root), seen=inner) for b in branches}
         return True if True in answers else (False if answers == {False} else None)
     return "array" in types
 
@@ -196,28 +210,35 @@ def item_of(shape: Shape) -> Shape:
     return found if isinstance(found, Shape) else ANY
 
 
-def describe(shape: Shape, depth: int = 1) -> str:
-    """``text``, ``any``, ``string``, ``array[object{title: string}]``, ``object{tasks: array}``."""
+def describe(shape: Shape, depth: int = 1, *, seen: frozenset[int] = frozenset()) -> str:
+    """``text``, ``any``, ``string``, ``array[object{title: string}]``, ``object{tasks: array}``.
+
+    ``seen`` holds the schema nodes being described further up: one met again (a ``$ref`` back) is
+    ``any``, so a schema that refers to itself is described in a few words."""
     if shape.kind in ("text", "any"):
         return shape.kind
     if shape.kind == "list":
-        return f"array[{describe(shape.item or ANY, depth)}]"
+        return f"array[{describe(shape.item or ANY, depth, seen=seen)}]"
     here = _resolved(shape)
     if here.kind != "schema":
-        return describe(here, depth)
+        return describe(here, depth, seen=seen)
     schema = here.schema
     if schema is False:
         return "nothing"
+    if id(schema) in seen or len(seen) > _MAX_NESTING:
+        return "any"
+    seen = seen | {id(schema)}
     branches = _branches(schema)
     if branches and not _types(schema):
-        return " | ".join(describe(Shape("schema", schema=b, root=shape.root), depth) for b in branches)
+        shown = (describe(Shape("schema", schema=b, root=shape.root), depth, seen=seen) for b in branches)
+        return " | ".join(dict.fromkeys(shown))  # each alternative once
     types = _types(schema) or {"any"}
     if types == {"object"} and depth > 0 and isinstance(schema.get("properties"), Mapping):
         fields = ", ".join(
-            f"{name}: {describe(Shape('schema', schema=sub, root=shape.root), depth - 1)}"
+            f"{name}: {describe(Shape('schema', schema=sub, root=shape.root), depth - 1, seen=seen)}"
             for name, sub in schema["properties"].items()
         )
         return f"object{{{fields}}}"
     if types == {"array"} and depth > 0:
-        return f"array[{describe(item_of(here), depth - 1)}]"
+        return f"array[{describe(item_of(here), depth - 1, seen=seen)}]"
     return " | ".join(sorted(types))

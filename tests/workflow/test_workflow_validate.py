@@ -365,3 +365,29 @@ def test_every_problem_is_reported_in_one_run_and_as_json(check: Check, tmp_path
 def test_a_workflow_the_schema_refuses_is_not_checked_further(check: Check) -> None:
     (error,) = _errors(check("workflow:\n  - id: a\n    agent: researcher\n    color: red\n"))
     assert "color" in error
+
+
+def test_a_schema_that_refers_to_itself_does_not_hang_the_check(check: Check, tmp_path: Path) -> None:
+    looped = '{anyOf: [{$ref: "#"}, {type: object, properties: {a: {$ref: "#"}}}, {$ref: "#"}, {$ref: "#"}]}'
+    text = VALID.replace("{{ steps.extra.output.anything.goes }}", "{{ steps.extra.output.a.a.a.a.a.a.b }}")
+    (tmp_path / "team.yaml").write_text(
+        AGENTS.replace("output: {type: object}", f"output: {looped}") + text, encoding="utf-8"
+    )
+    result = CliRunner().invoke(main.app, ["validate", "team.yaml"])
+    # answered, without a RecursionError or a blow-up: `a` leads back to the schema, whose object has no `b`
+    assert result.exit_code == 2, result.output
+    assert "workflow.output: steps.extra.output.a.a.a.a.a.a has no field 'b'" in result.output
+    from runner.agentfile.workflow_types import ANY, child, describe, is_list, of_schema
+
+    shape = of_schema({"anyOf": [{"$ref": "#"}, {"type": "object", "properties": {"a": {"$ref": "#"}}}]})
+    assert describe(shape) == "any | object{a: any}"
+    wide = {"anyOf": [{"$ref": "#/$defs/x"}] * 20, "$defs": {"x": {"anyOf": [{"$ref": "#"}] * 20}}}
+    assert (describe(of_schema(wide)), is_list(of_schema(wide))) == ("any", None)
+    assert child(of_schema(wide), "a") == ANY
+
+
+def test_an_expression_nested_too_deeply_is_an_error_not_a_crash(check: Check) -> None:
+    deep = "(" * 400 + "1" + ")" * 400
+    text = VALID.replace("until: steps.check.output.approved or iteration >= 3", f"until: '{deep}'")
+    (error,) = _errors(check(text))
+    assert error.endswith("workflow.steps[2].loop.until: expression: it nests too deeply")
