@@ -37,59 +37,20 @@ from runner.agentfile.workflow_types import (
     TEXT,
     Missing,
     Shape,
+    agent_shapes,
     child,
     is_list,
     item_of,
     list_of,
-    of_schema,
     what_it_is,
 )
 from runner.agentfile.yamlsrc import Document, PathKey, error_at, format_path
 from runner.errors import ConfigError
 
-__all__ = ["agent_shapes", "step_shapes", "workflow_errors"]
+__all__ = ["step_shapes", "workflow_errors"]
 
 _STEP_FIELDS = ("output", "status")
 _PARSE_ERRORS = (jinja2.TemplateSyntaxError, TemplateLimitError, RecursionError, MemoryError)
-
-
-def agent_shapes(
-    doc: Document, bodies: Iterable[tuple[str, PathKey]], sound: Callable[[PathKey], bool]
-) -> dict[str, Shape]:
-    """The output shape of each agent: its schema, text (no ``output:``), or anything (not readable)."""
-    from runner.agentfile import output as out
-    from runner.agentfile.build import origin_dir
-    from runner.agentfile.config import OutputConfig
-
-    shapes: dict[str, Shape] = {}
-    for name, prefix in bodies:
-        body: Any = doc.data
-        for part in prefix:
-            body = body.get(part) if isinstance(body, dict) else None
-        value = body.get("output") if isinstance(body, dict) else None
-        path = (*prefix, "output")
-        if value is None:
-            shapes[name] = TEXT
-            continue
-        shapes[name] = ANY
-        if not sound(path) or not isinstance(value, dict):
-            continue
-        try:
-            form = out.output_form(value)
-            if form == "inline":
-                schema: Any = value
-            elif form == "file":
-                schema, _ = out.read_schema_file(
-                    (origin_dir(doc, path) / value["file"]).resolve(), value["file"]
-                )
-            else:
-                config = OutputConfig(python=value["python"], base_dir=origin_dir(doc, path))
-                schema = out.load_output(config).schema
-        except ConfigError:
-            continue  # the agent's own checks report why
-        if not out.schema_problems(schema):
-            shapes[name] = of_schema(schema)
-    return shapes
 
 
 @dataclass

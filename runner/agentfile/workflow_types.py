@@ -10,17 +10,20 @@ the way ``runner render`` shows it (``object{tasks: array}``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from runner.agentfile.validate import resolve_pointer, suggest
+from runner.agentfile.yamlsrc import Document, PathKey
+from runner.errors import ConfigError
 
 __all__ = [
     "ANY",
     "TEXT",
     "Missing",
     "Shape",
+    "agent_shapes",
     "child",
     "describe",
     "is_list",
@@ -242,3 +245,42 @@ def describe(shape: Shape, depth: int = 1, *, seen: frozenset[int] = frozenset()
     if types == {"array"} and depth > 0:
         return f"array[{describe(item_of(here), depth - 1, seen=seen)}]"
     return " | ".join(sorted(types))
+
+
+def agent_shapes(
+    doc: Document, bodies: Iterable[tuple[str, PathKey]], sound: Callable[[PathKey], bool]
+) -> dict[str, Shape]:
+    """The output shape of each agent: its schema, text (no ``output:``), or anything (not readable)."""
+    from runner.agentfile import output as out
+    from runner.agentfile.build import origin_dir
+    from runner.agentfile.config import OutputConfig
+
+    shapes: dict[str, Shape] = {}
+    for name, prefix in bodies:
+        body: Any = doc.data
+        for part in prefix:
+            body = body.get(part) if isinstance(body, dict) else None
+        value = body.get("output") if isinstance(body, dict) else None
+        path = (*prefix, "output")
+        if value is None:
+            shapes[name] = TEXT
+            continue
+        shapes[name] = ANY
+        if not sound(path) or not isinstance(value, dict):
+            continue
+        try:
+            form = out.output_form(value)
+            if form == "inline":
+                schema: Any = value
+            elif form == "file":
+                schema, _ = out.read_schema_file(
+                    (origin_dir(doc, path) / value["file"]).resolve(), value["file"]
+                )
+            else:
+                config = OutputConfig(python=value["python"], base_dir=origin_dir(doc, path))
+                schema = out.load_output(config).schema
+        except ConfigError:
+            continue  # the agent's own checks report why
+        if not out.schema_problems(schema):
+            shapes[name] = of_schema(schema)
+    return shapes
