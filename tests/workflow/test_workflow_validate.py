@@ -391,3 +391,17 @@ def test_an_expression_nested_too_deeply_is_an_error_not_a_crash(check: Check) -
     text = VALID.replace("until: steps.check.output.approved or iteration >= 3", f"until: '{deep}'")
     (error,) = _errors(check(text))
     assert error.endswith("workflow.steps[2].loop.until: expression: it nests too deeply")
+
+
+def test_a_var_given_on_the_command_line_is_a_known_name(check: Check) -> None:
+    text = VALID.replace("{{ steps.check.output.notes }}", "{{ audience }}")
+    assert "undefined name 'audience'" in _errors(check(text))[0]
+    result = CliRunner().invoke(main.app, ["validate", "team.yaml", "--var", "audience=experts"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_method_call_is_not_a_field(check: Check) -> None:
+    text = VALID.replace("{{ steps.check.output.notes }}", "{{ steps.plan.output.items() | list }}")
+    assert check(text).exit_code == 0
+    text = VALID.replace("{{ steps.check.output.notes }}", "{{ steps.plan.output.itemz }}")
+    assert "steps.plan.output has no field 'itemz'" in _errors(check(text))[0]
