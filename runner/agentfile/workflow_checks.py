@@ -325,7 +325,19 @@ class _Checker:
         if self.workflow.output is not None:
             path = (*self.workflow.path, "output")
             self.check(self.template(self.workflow.output, path), path, scope)
+        if self.workflow.output_schema is not None:
+            self.output_schema(self.workflow.output_schema, (*self.workflow.path, "output_schema"))
         return self.errors
+
+    def output_schema(self, schema: Any, path: PathKey) -> None:
+        """The workflow's ``output_schema`` is a usable JSON Schema (as an agent's ``output:`` must be)."""
+        from runner.agentfile.output import schema_problems
+
+        for where, message in schema_problems(schema):
+            at = (*path, *where)
+            while len(at) > len(path) and self.doc.sources.value(at) is None:
+                at = at[:-1]
+            self.fail(message, at)
 
     def unique_ids(self) -> None:
         first: dict[str, Step] = {}

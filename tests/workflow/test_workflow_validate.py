@@ -405,3 +405,32 @@ def test_a_method_call_is_not_a_field(check: Check) -> None:
     assert check(text).exit_code == 0
     text = VALID.replace("{{ steps.check.output.notes }}", "{{ steps.plan.output.itemz }}")
     assert "steps.plan.output has no field 'itemz'" in _errors(check(text))[0]
+
+
+def test_the_workflow_output_schema_must_be_a_usable_schema(check: Check) -> None:
+    text = VALID.replace("  output: ", "  output_schema: {type: objekt}\n  output: ")
+    line = _line_of(text, "output_schema")
+    assert _errors(check(text)) == [
+        f"team.yaml:{line}:25: workflow.output_schema.type: not a valid JSON Schema: unknown type 'objekt' "
+        "(did you mean 'object'?)"
+    ]
+
+
+def test_an_output_schema_kept_in_a_file_types_the_references(check: Check, tmp_path: Path) -> None:
+    (tmp_path / "review.schema.json").write_text(
+        json.dumps(
+            {"type": "object", "properties": {"approved": {"type": "boolean"}, "notes": {"type": "string"}}}
+        ),
+        encoding="utf-8",
+    )
+    agents = AGENTS.replace(
+        "    output:\n      type: object\n      properties:\n        approved: {type: boolean}\n"
+        "        notes: {type: string}\n",
+        "    output: {file: review.schema.json}\n",
+    )
+    assert agents != AGENTS
+    text = VALID.replace("{{ steps.check.output.notes }}", "{{ steps.check.output.note }}")
+    (tmp_path / "team.yaml").write_text(agents + text, encoding="utf-8")
+    result = CliRunner().invoke(main.app, ["validate", "team.yaml"])
+    assert result.exit_code == 2
+    assert "steps.check.output has no field 'note' (did you mean 'notes'?)" in result.output
