@@ -32,6 +32,9 @@ from runner.agentfile.sandbox import TemplateLimitError, metered
 from runner.agentfile.templates import TemplateEngine
 from runner.agentfile.validate import suggest
 from runner.agentfile.workflow import Step, WorkflowConfig, build_workflow
+from runner.agentfile.workflow_refs import chain as _chain
+from runner.agentfile.workflow_refs import guards as _guards
+from runner.agentfile.workflow_refs import references as _references
 from runner.agentfile.workflow_types import (
     ANY,
     TEXT,
@@ -42,6 +45,7 @@ from runner.agentfile.workflow_types import (
     is_list,
     item_of,
     list_of,
+    record_of,
     what_it_is,
 )
 from runner.agentfile.yamlsrc import Document, PathKey, error_at, format_path
@@ -62,6 +66,10 @@ class _Scope:
     item: tuple[str, Shape] | None = None
     #: Ids of steps running at the same time as this one (the other children of a ``parallel``).
     concurrent: frozenset[str] = frozenset()
+    #: Ids of the steps of the loops around this place (a later one's output is the last iteration's).
+    loop_ids: frozenset[str] = frozenset()
+    #: Ids the step's ``when`` tests with ``steps.ID is defined``.
+    guarded: frozenset[str] = frozenset()
 
     def inner(self, **changes: Any) -> _Scope:
         return replace(self, done=dict(self.done), **changes)
@@ -73,48 +81,6 @@ def _all_steps(steps: Iterable[Step]) -> Iterator[Step]:
         yield from _all_steps(step.steps)
         if step.step is not None:
             yield from _all_steps([step.step])
-
-
-def _chain(node: nodes.Node) -> tuple[str, list[str | int]] | None:
-    """``("steps", ["plan", "output", "tasks"])`` for ``steps.plan.output.tasks``; None if no chain."""
-    parts: list[str | int] = []
-    while True:
-        if isinstance(node, nodes.Getattr):
-            parts.append(node.attr)
-        elif isinstance(node, nodes.Getitem):
-            key = node.arg
-            if (
-                not isinstance(key, nodes.Const)
-                or not isinstance(key.value, str | int)
-                or isinstance(key.value, bool)
-            ):
-                parts = []  # a computed key: only the part after it is unknown
-            else:
-                parts.append(key.value)
-        elif isinstance(node, nodes.Name):
-            return node.name, parts[::-1]
-        else:
-            return None
-        node = node.node
-
-
-def _references(tree: nodes.Node) -> Iterator[tuple[nodes.Node, str, list[str | int]]]:
-    """Every outermost attribute/item chain of ``tree`` (a method call drops its method name)."""
-    inner: set[int] = set()
-    called: set[int] = set()
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Call)):
-        target = node.node  # type: ignore[attr-defined]  # the three all have .node
-        (called if isinstance(node, nodes.Call) else inner).add(id(target))
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Name)):
-        if id(node) in inner or (isinstance(node, nodes.Name) and node.ctx != "load"):
-            continue
-        found = _chain(node)
-        if found is None:
-            continue
-        root, parts = found
-        if id(node) in called and parts and isinstance(node, nodes.Getattr):
-            parts = parts[:-1]
-        yield node, root, parts
 
 
 class _Checker:
@@ -221,9 +187,10 @@ class _Checker:
                 node.lineno if node else None,
                 hint="a workflow's templates see input, vars, steps, a loop's iteration, a for_each's item",
             )
+        guards = scope.guarded | _guards(tree)
         for ref, root, parts in _references(tree):
             if root == "steps" and "steps" in undeclared:
-                self.step_reference(parts, path, ref.lineno, scope)
+                self.step_reference(parts, path, ref.lineno, scope, guards)
             elif scope.item and root == scope.item[0] and root in undeclared and parts:
                 self.field_path(scope.item[1], parts, root, path, ref.lineno)
 
@@ -252,10 +219,18 @@ class _Checker:
             shape, shown = found_shape, f"{shown}.{part}"
         return shape, shown
 
-    def step_reference(self, parts: list[str | int], path: PathKey, lineno: int, scope: _Scope) -> None:
+    def step_reference(
+        self, parts: list[str | int], path: PathKey, lineno: int, scope: _Scope, guards: frozenset[str]
+    ) -> None:
         if not parts:
             return
         target = str(parts[0])
+        if target not in scope.done and target in scope.loop_ids and target in guards:
+            # the loop's previous iteration's output, read only where it is tested to be there
+            shape = self.static_shape(self.steps[target])
+            if len(parts) > 2 and parts[1] == "output":
+                self.field_path(shape, parts[2:], f"steps.{target}.output", path, lineno)
+            return
         if target not in scope.done:
             self.not_ready(target, path, lineno, scope)
             return
@@ -277,6 +252,13 @@ class _Checker:
                 path,
                 lineno,
                 hint="read it in a step after the parallel one",
+            )
+        elif target in scope.loop_ids:
+            self.fail(
+                f"steps.{target} runs later in this loop: in its first iteration it has no output yet",
+                path,
+                lineno,
+                hint=f"to read the previous iteration's, test it first: {{% if steps.{target} is defined %}}",
             )
         elif target in self.inside_for_each:
             outer = self.inside_for_each[target]
@@ -359,7 +341,12 @@ class _Checker:
 
     def step(self, step: Step, scope: _Scope) -> None:
         if step.when is not None:
-            self.check(self.expression(step.when, (*step.path, "when")), (*step.path, "when"), scope)
+            when = self.expression(step.when, (*step.path, "when"))
+            self.check(when, (*step.path, "when"), scope)
+            guarded = _guards(when)
+            if guarded:  # what the step's own `when` tests is there in its input (not in later steps)
+                self.step(replace(step, when=None), replace(scope, guarded=scope.guarded | guarded))
+                return
         if step.kind == "agent":
             self.agent_step(step, scope)
         elif step.kind == "parallel":
@@ -388,6 +375,16 @@ class _Checker:
                 self.check(self.template(value, path), path, scope)
         self.finish(step, self.shapes.get(step.agent, ANY), scope)
 
+    def static_shape(self, step: Step) -> Shape:
+        """The shape of a step's output, from its kind and its agents' schemas."""
+        if step.kind == "agent":
+            return self.shapes.get(step.agent or "", ANY)
+        if step.kind == "for_each":
+            return list_of(self.static_shape(step.step)) if step.step is not None else ANY
+        if step.kind == "parallel":
+            return record_of({sub.id: self.static_shape(sub) for sub in step.steps})
+        return self.static_shape(step.steps[-1]) if step.steps else ANY  # a loop: its last step's
+
     def finish(self, step: Step, shape: Shape, scope: _Scope) -> None:
         scope.done[step.id] = shape
         self.output_shapes.setdefault(step.id, shape)
@@ -401,7 +398,7 @@ class _Checker:
             self.step(sub, inner)
             finished.update({k: v for k, v in inner.done.items() if k not in scope.done})
         scope.done.update(finished)
-        self.finish(step, ANY, scope)
+        self.finish(step, self.static_shape(step), scope)
 
     def for_each_step(self, step: Step, scope: _Scope) -> None:
         assert step.for_each is not None and step.step is not None
@@ -431,13 +428,14 @@ class _Checker:
                 (*step.path, "loop"),
                 hint="give the most iterations it may run: max_iterations: 5",
             )
-        inner = scope.inner(names=scope.names | {"iteration"})
+        body = {s.id for s in _all_steps(step.steps) if s.id not in self.inside_for_each}
+        inner = scope.inner(names=scope.names | {"iteration"}, loop_ids=scope.loop_ids | body)
         self.sequence(step.steps, inner)
         if step.until is not None:
             path = (*step.path, "loop", "until")
             self.check(self.expression(step.until, path), path, inner)
         scope.done.update({k: v for k, v in inner.done.items() if k not in scope.done})
-        self.finish(step, ANY, scope)
+        self.finish(step, self.static_shape(step), scope)
 
 
 def _relative(line: int | None, first: int) -> int | None:

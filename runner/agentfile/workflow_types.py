@@ -30,6 +30,7 @@ __all__ = [
     "item_of",
     "list_of",
     "of_schema",
+    "record_of",
     "what_it_is",
 ]
 
@@ -43,10 +44,12 @@ _MAX_NESTING = 4
 class Shape:
     """The type of a value a template reads."""
 
-    kind: Literal["text", "any", "schema", "list"]
+    kind: Literal["text", "any", "schema", "list", "record"]
     schema: Any = None
     root: Any = None
     item: Shape | None = None
+    #: ``record``: each field's shape (a ``parallel`` step's output: its children's outputs by id).
+    fields: tuple[tuple[str, Shape], ...] = ()
 
 
 ANY = Shape("any")
@@ -68,6 +71,10 @@ def of_schema(schema: Any) -> Shape:
 
 def list_of(item: Shape) -> Shape:
     return Shape("list", item=item)
+
+
+def record_of(fields: dict[str, Shape]) -> Shape:
+    return Shape("record", fields=tuple(fields.items()))
 
 
 def _resolved(shape: Shape) -> Shape:
@@ -122,6 +129,11 @@ def child(shape: Shape, key: str | int, *, seen: frozenset[int] = frozenset()) -
         if isinstance(key, int) or str(key).isdigit():
             return shape.item or ANY
         return Missing("is a list")
+    if shape.kind == "record":
+        fields = dict(shape.fields)
+        if key in fields:
+            return fields[str(key)]
+        return Missing(f"has no field '{key}'", suggest(str(key), fields))
     here = _resolved(shape)
     if here.kind != "schema":
         return here
@@ -182,7 +194,7 @@ def is_list(shape: Shape, *, seen: frozenset[int] = frozenset()) -> bool | None:
     """Whether a value of ``shape`` is a list: True, False, or None when the schema does not say."""
     if shape.kind == "list":
         return True
-    if shape.kind == "text":
+    if shape.kind in ("text", "record"):
         return False
     if shape.kind == "any":
         return None
@@ -200,8 +212,8 @@ def is_list(shape: Shape, *, seen: frozenset[int] = frozenset()) -> bool | None:
 
 def what_it_is(shape: Shape) -> str:
     """``a string``, ``text``, ``an object``: what a value that is not a list is, for messages."""
-    if shape.kind == "text":
-        return "text"
+    if shape.kind in ("text", "record"):
+        return "text" if shape.kind == "text" else "an object"
     here = _resolved(shape)
     types = _types(here.schema) if here.kind == "schema" and isinstance(here.schema, Mapping) else None
     return _an(types) if types else "not a list"
@@ -222,6 +234,12 @@ def describe(shape: Shape, depth: int = 1, *, seen: frozenset[int] = frozenset()
         return shape.kind
     if shape.kind == "list":
         return f"array[{describe(shape.item or ANY, depth, seen=seen)}]"
+    if shape.kind == "record":
+        if depth <= 0:
+            return "object"
+        return (
+            "object{" + ", ".join(f"{k}: {describe(v, depth - 1, seen=seen)}" for k, v in shape.fields) + "}"
+        )
     here = _resolved(shape)
     if here.kind != "schema":
         return describe(here, depth, seen=seen)

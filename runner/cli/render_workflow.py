@@ -49,8 +49,7 @@ def _step(step: Step, shapes: dict[str, Shape]) -> dict[str, Any]:
         entry["when"] = step.when
     if step.on_error != "stop":
         entry["on_error"] = step.on_error
-    if step.kind in ("agent", "for_each"):
-        entry["output_type"] = describe(shapes.get(step.id, ANY))
+    entry["output_type"] = describe(shapes.get(step.id, ANY))
     return entry
 
 

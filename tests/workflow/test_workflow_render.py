@@ -109,20 +109,20 @@ def test_render_prints_the_workflow_as_a_tree_with_output_types(cli: Invoke) -> 
         ├─ research: for_each steps.plan.output.tasks as task (max_parallel 2) -> array[text]
         │  └─ dig: agent researcher -> text
         │       input: Research {{ task.topic }}
-        ├─ checks: parallel
+        ├─ checks: parallel -> object{check: object, second: object}
         │  ├─ check: agent reviewer -> object{approved: boolean, notes: string}
         │  │    input: {{ steps.research.output | join(', ') }}
         │  └─ second: agent reviewer -> object{approved: boolean, notes: string}
         │       when: input | length > 10
         │       on_error: continue
         │       input: {{ input }}
-        └─ review: loop until steps.again.output.approved (max_iterations 3)
+        └─ review: loop until steps.again.output.approved (max_iterations 3) -> object{approved: boolean, notes: string}
            └─ again: agent reviewer -> object{approved: boolean, notes: string}
                 input: Round {{ iteration }}
                        {{ steps.check.output.notes }}
                 vars.round: {{ iteration }}
         output: {{ steps.again.output.notes }}
-        """
+        """  # noqa: E501  (the tree is one line per step)
     )
 
 
@@ -143,6 +143,8 @@ def test_render_json_has_the_same_tree(cli: Invoke) -> None:
     assert research["step"]["id"] == "dig"
     assert [s["id"] for s in checks["steps"]] == ["check", "second"]
     assert review["max_iterations"] == 3
+    assert checks["output_type"] == "object{check: object, second: object}"
+    assert review["output_type"] == "object{approved: boolean, notes: string}"  # its last step's
     assert review["steps"][0]["vars"] == {"round": "{{ iteration }}"}
     assert tree["output"] == "{{ steps.again.output.notes }}"
 

@@ -434,3 +434,82 @@ def test_an_output_schema_kept_in_a_file_types_the_references(check: Check, tmp_
     result = CliRunner().invoke(main.app, ["validate", "team.yaml"])
     assert result.exit_code == 2
     assert "steps.check.output has no field 'note' (did you mean 'notes'?)" in result.output
+
+
+LOOP = """\
+workflow:
+  - id: plan
+    agent: planner
+  - id: review
+    loop:
+      max_iterations: 3
+      until: steps.check.output.approved
+      steps:
+        - id: revise
+          agent: researcher
+          input: "{{ steps.plan.output.title }} FEEDBACK"
+        - id: check
+          agent: reviewer
+          input: "{{ steps.revise.output }}"
+  - id: after
+    agent: researcher
+    input: "{{ steps.review.output.notes }} {{ steps.revise.output }}"
+"""
+
+
+def test_a_later_step_of_the_same_loop_needs_a_guard(check: Check) -> None:
+    text = LOOP.replace("FEEDBACK", "{{ steps.check.output.notes }}")
+    line = _line_of(text, "{{ steps.plan.output.title }}")
+    assert _errors(check(text)) == [
+        f"team.yaml:{line}:18: workflow[1].loop.steps[0].input: steps.check runs later in this loop: in its "
+        "first iteration it has no output yet (hint: to read the previous iteration's, test it first: "
+        "{% if steps.check is defined %})"
+    ]
+
+
+@pytest.mark.parametrize(
+    "guarded",
+    [
+        "{% if steps.check is defined %}{{ steps.check.output.notes }}{% endif %}",
+        "{{ steps.check.output.notes if steps.check is defined else '' }}",
+    ],
+)
+def test_the_previous_iteration_read_under_a_guard_is_checked_against_its_schema(
+    check: Check, guarded: str
+) -> None:
+    assert check(LOOP.replace("FEEDBACK", guarded)).exit_code == 0
+    (error,) = _errors(check(LOOP.replace("FEEDBACK", guarded.replace(".notes", ".notse"))))
+    assert "steps.check.output has no field 'notse' (did you mean 'notes'?)" in error
+
+
+def test_a_when_that_tests_a_loop_step_guards_the_input(check: Check) -> None:
+    text = LOOP.replace(
+        '          agent: researcher\n          input: "{{ steps.plan.output.title }} FEEDBACK"',
+        "          agent: researcher\n          when: steps.check is defined\n"
+        '          input: "{{ steps.check.output.notes }}"',
+    )
+    assert "when: steps.check is defined" in text
+    assert check(text).exit_code == 0
+
+
+def test_a_loop_output_is_its_last_step_and_a_parallel_output_maps_its_children(check: Check) -> None:
+    assert check(LOOP.replace("FEEDBACK", "")).exit_code == 0
+    (error,) = _errors(
+        check(LOOP.replace("FEEDBACK", "").replace("steps.review.output.notes", "steps.review.output.note"))
+    )
+    assert "steps.review.output has no field 'note' (did you mean 'notes'?)" in error
+    parallel = """\
+    workflow:
+      - id: both
+        parallel:
+          - {id: a, agent: reviewer}
+          - {id: b, agent: researcher}
+      - id: after
+        agent: researcher
+        input: "{{ steps.both.output.a.notes }} {{ steps.both.output.b }} {{ steps.both.output.c }}"
+    """
+    (error,) = _errors(check(parallel))
+    assert error.endswith(
+        "workflow[1].input: steps.both.output has no field 'c' (hint: the fields come from "
+        "the agent's output: schema)"
+    )
