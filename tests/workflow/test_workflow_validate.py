@@ -75,7 +75,7 @@ workflow:
               {% for finding in steps.research.output %}- {{ finding }}
               {% endfor %}
     - id: extra
-      when: steps.check.status == 'done' and steps.research.output | length > 0
+      when: steps.check.status == 'ok' and steps.research.output | length > 0
       agent: free
       input: "{{ steps.check.output.notes }} {{ vars }}"
       vars:
@@ -263,7 +263,7 @@ def test_for_each_over_a_for_each_output_is_a_list(check: Check) -> None:
 
 
 def test_a_when_expression_with_a_syntax_error_is_located(check: Check) -> None:
-    text = VALID.replace("when: steps.check.status == 'done' and", "when: steps.check.status = 'done' and")
+    text = VALID.replace("when: steps.check.status == 'ok' and", "when: steps.check.status = 'done' and")
     line = _line_of(text, "when: ")
     assert _errors(check(text)) == [
         f"team.yaml:{line}:13: workflow.steps[3].when: expression: "
