@@ -191,6 +191,14 @@ def resume_workflow(resume: Transcript, settings: RuntimeSettings, *, json_outpu
     workflow = team_workflow(path)
     if workflow is None:
         raise ConfigError(f"workflow {resume.session_id}: {path} has no workflow: any more")
+    from runner.store.transcript import file_sha256
+
+    if resume.header.get("agent_sha256") not in (None, file_sha256(path)):
+        typer.echo(
+            f"warning: {path} changed since workflow {resume.session_id} began; "
+            "the steps it finished keep their recorded outputs",
+            err=True,
+        )
     variables = resume.header.get("variables")
     return _execute(
         path,

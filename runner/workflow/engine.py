@@ -253,13 +253,20 @@ class WorkflowEngine:
     async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
         most = step.max_iterations or DEFAULT_MAX_ITERATIONS
         last: Any = None
-        for iteration in range(1, most + 1):
-            scope["iteration"] = iteration
-            last = await self._sequence(step.steps, scope, f"{key}#{iteration}/")
-            if step.until is None:
-                continue
-            if self.evaluator.truth(step.until, self._context(scope), where=f"{key}: until"):
-                return _Outcome("ok", last)
+        outer = scope.get("iteration")  # a loop inside a loop: the outer one's comes back after
+        try:
+            for iteration in range(1, most + 1):
+                scope["iteration"] = iteration
+                last = await self._sequence(step.steps, scope, f"{key}#{iteration}/")
+                if step.until is not None and self.evaluator.truth(
+                    step.until, self._context(scope), where=f"{key}: until"
+                ):
+                    return _Outcome("ok", last)
+        finally:
+            if outer is None:
+                scope.pop("iteration", None)
+            else:
+                scope["iteration"] = outer
         if step.until is None:
             return _Outcome("ok", last)
         note = f"loop {key} stopped at max_iterations ({most}) before its until held: {step.until}"

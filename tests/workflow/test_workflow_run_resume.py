@@ -157,3 +157,52 @@ def test_e_a_workflow_killed_with_sigkill_resumes_from_its_last_finished_step(
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "THREE AFTER SECOND"
     assert models.calls == {"echo": 2, "flaky": 2}
+
+
+def test_f_max_steps_of_the_workflow_stops_a_fan_out_with_exit_3(cli: Cli, tmp_path: Path) -> None:
+    models = Models({"echo": lambda body: user_text(body)})
+    with ScriptedServer(models) as server:
+        body = FAN_OUT.replace("{max_tokens: 50}", "{max_steps: 2}").replace(
+            "max_parallel: 1", "max_parallel: 3"
+        )
+        path = team(tmp_path, server.base_url, {"echo": ""}, body)
+        done = cli("run", str(path), "-p", "go")
+    assert done.returncode == 3, done.stderr
+    assert models.calls == {"echo": 2} and "limits.max_steps" in done.stderr
+
+
+def test_g_a_reference_to_a_step_that_runs_later_fails_the_step_with_a_message(
+    cli: Cli, tmp_path: Path
+) -> None:
+    body = """workflow:
+  - {id: first, agent: echo, input: "{{ steps.second.output }}"}
+  - {id: second, agent: echo}
+"""
+    models = Models({"echo": lambda body: user_text(body)})
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"echo": ""}, body)
+        done = cli("run", str(path), "-p", "go")
+    assert done.returncode == 1
+    assert "step first failed: first: input: template: undefined variable" in done.stderr
+    assert "second" in done.stderr and "Traceback" not in done.stderr
+    assert models.calls == {}
+
+
+def test_h_resume_after_the_team_file_changed_warns_and_keeps_recorded_outputs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    broken = {"on": True}
+
+    def flaky(body: dict) -> dict | str:
+        return {"status": 400, "error": "down"} if broken["on"] else "up"
+
+    models = Models({"echo": lambda body: user_text(body), "flaky": flaky})
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"echo": "", "flaky": ""}, THREE)
+        assert cli("run", str(path), "-p", "go").returncode == 1
+        path.write_text(path.read_text() + "# edited\n")
+        broken["on"] = False
+        resumed = cli("resume", cli.workflow_transcript().stem)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "changed since workflow" in resumed.stderr
+    assert models.calls == {"echo": 2, "flaky": 2}
