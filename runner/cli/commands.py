@@ -116,6 +116,11 @@ def run_agent(
         if "workflow" in resume.header:
             from runner.cli.workflow_cmd import resume_workflow
 
+            if prompts or interactive:
+                raise ConfigError(
+                    f"{resume.session_id} is a workflow: it resumes on the input it began with",
+                    hint=f"runner resume {resume.session_id}",
+                )
             return resume_workflow(resume, settings, json_output=json_output)
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")

@@ -206,3 +206,18 @@ def test_h_resume_after_the_team_file_changed_warns_and_keeps_recorded_outputs(
     assert resumed.returncode == 0, resumed.stderr
     assert "changed since workflow" in resumed.stderr
     assert models.calls == {"echo": 2, "flaky": 2}
+
+
+def test_i_a_workflow_resumes_on_its_own_input_and_sessions_list_shows_it(cli: Cli, tmp_path: Path) -> None:
+    models = Models(
+        {"echo": lambda body: user_text(body), "flaky": lambda body: {"status": 400, "error": "x"}}
+    )
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"echo": "", "flaky": ""}, THREE)
+        assert cli("run", str(path), "-p", "go").returncode == 1
+        record = cli.workflow_transcript()
+        refused = cli("resume", record.stem, "-p", "other input")
+        listed = cli("sessions", "list")
+    assert refused.returncode == 2 and "resumes on the input it began with" in refused.stderr
+    assert models.calls == {"echo": 1, "flaky": 1}
+    assert listed.returncode == 0 and record.stem in listed.stdout
