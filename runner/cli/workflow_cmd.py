@@ -171,7 +171,10 @@ def run_workflow(
             raise ConfigError(
                 "nothing to run: give the workflow's input with -p", hint=f"runner run {path} -p '...'"
             )
-        prompts = [sys.stdin.read()]
+        piped = sys.stdin.read()
+        if not piped.strip():
+            raise ConfigError("nothing to run: standard input was empty", hint=f"runner run {path} -p '...'")
+        prompts = [piped]
     return _execute(
         path,
         workflow,

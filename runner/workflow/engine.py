@@ -347,6 +347,9 @@ class WorkflowEngine:
             return outcome
         self._start(step, key, input=text)
         runtime = await self._runtime(step.agent)
+        if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
+            self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
+            raise _Stop(130, f"interrupted before {key} began")
         options = RunOptions(
             variables={**self.variables, **values}, assume_yes=True, limits=self._child_limits()
         )

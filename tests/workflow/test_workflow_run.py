@@ -229,3 +229,12 @@ def test_i_agent_still_runs_one_agent_of_a_team_with_a_workflow(cli: Cli, tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "just me" and models.calls == {"echo": 1}
     assert "started" not in done.stderr
+
+
+def test_j_a_workflow_without_input_is_refused_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
+    models = Models({"echo": lambda body: user_text(body)})
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"echo": ""}, WHEN)
+        done = cli("run", str(path))
+    assert done.returncode == 2 and "standard input was empty" in done.stderr
+    assert models.calls == {} and cli.transcripts() == []
