@@ -180,7 +180,9 @@ class WorkflowEngine:
 
     async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> _Outcome:
         key = prefix + step.id
-        if key in self.done:
+        # A finished agent step is reused as it is; a finished parallel, for_each or loop runs again
+        # over its finished sub-steps (all reused), so that their own ids are in ``steps`` again.
+        if key in self.done and step.kind == "agent":
             outcome = _Outcome("ok", self.done[key])
             self.on_event({"type": "step_reused", "key": key, "id": step.id})
         else:

@@ -221,3 +221,21 @@ def test_i_a_workflow_resumes_on_its_own_input_and_sessions_list_shows_it(cli: C
     assert refused.returncode == 2 and "resumes on the input it began with" in refused.stderr
     assert models.calls == {"echo": 1, "flaky": 1}
     assert listed.returncode == 0 and record.stem in listed.stdout
+
+
+def test_j_resume_after_a_finished_parallel_step_still_sees_its_sub_steps(cli: Cli, tmp_path: Path) -> None:
+    broken = {"on": True}
+
+    def last(body: dict) -> dict | str:
+        return {"status": 400, "error": "down"} if broken["on"] else "last " + user_text(body)
+
+    body = PARALLEL_SLOW.replace("{id: last, agent: quick,", "{id: last, agent: flaky,")
+    models = Models({"slow": lambda body: user_text(body) * 2, "quick": lambda body: "q", "flaky": last})
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"slow": "", "quick": "", "flaky": ""}, body)
+        assert cli("run", str(path), "-p", "go").returncode == 1
+        broken["on"] = False
+        resumed = cli("resume", cli.workflow_transcript().stem)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "last aabbq"
+    assert models.calls == {"slow": 2, "quick": 1, "flaky": 2}
