@@ -91,6 +91,9 @@ class Models:
             if self.delay_s:
                 time.sleep(self.delay_s)
             answer = self.answers[model](body)
+            if isinstance(answer, dict) and "sleep_s" in answer:  # this answer's own delay, counted in flight
+                answer = dict(answer)
+                time.sleep(answer.pop("sleep_s"))
         finally:
             with self.lock:
                 self.in_flight -= 1

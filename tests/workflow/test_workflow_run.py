@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from runner.testing import ScriptedServer
 from tests.workflow.helpers import Cli, Models, events, team, user_text
@@ -35,10 +36,12 @@ PLAN_WORKFLOW = """workflow:
 
 def test_a_plans_typed_tasks_fan_out_in_order_at_most_max_parallel_at_once(cli: Cli, tmp_path: Path) -> None:
     tasks = [f"t{i}" for i in range(6)]
-    models = Models(
-        {"planner": lambda body: {"tasks": tasks}, "researcher": lambda body: user_text(body).upper()},
-        delay_s=0.1,
-    )
+
+    def research(body: dict[str, Any]) -> dict[str, Any]:
+        text = user_text(body)  # the first items take longest: they finish after later ones
+        return {"content": text.upper(), "sleep_s": 0.05 * (6 - int(text[-1]))}
+
+    models = Models({"planner": lambda body: {"tasks": tasks}, "researcher": research})
     with ScriptedServer(models) as server:
         path = team(tmp_path, server.base_url, {"planner": PLANNER, "researcher": ""}, PLAN_WORKFLOW)
         done = cli("run", str(path), "-p", "the moon")
@@ -52,6 +55,8 @@ def test_a_plans_typed_tasks_fan_out_in_order_at_most_max_parallel_at_once(cli: 
     ends = {e["key"]: e for e in events(record, "step_end")}
     assert ends["plan"]["output"] == {"tasks": tasks}
     assert ends["research"]["output"] == [f"RESEARCH T{i}" for i in range(6)]
+    finished = [e["key"] for e in events(record, "step_end") if e["key"].startswith("research[")]
+    assert finished != sorted(finished)  # they finished out of order; the outputs are in order
     starts = {e["key"]: e for e in events(record, "step_start")}
     assert starts["plan"]["input"] == "plan: the moon"
     # each agent step is its own child session with its own transcript, linked from the workflow's
