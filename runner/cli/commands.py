@@ -121,7 +121,7 @@ def run_agent(
                     f"{resume.session_id} is a workflow: it resumes on the input it began with",
                     hint=f"runner resume {resume.session_id}",
                 )
-            return resume_workflow(resume, settings, json_output=json_output)
+            return resume_workflow(resume, settings, json_output=json_output, yes=yes)
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
@@ -132,7 +132,13 @@ def run_agent(
         workflow = team_workflow(path)
         if workflow is not None:
             return run_workflow(
-                path, workflow, settings, prompts=prompts, variables=dict(variables), json_output=json_output
+                path,
+                workflow,
+                settings,
+                prompts=prompts,
+                variables=dict(variables),
+                json_output=json_output,
+                yes=yes,
             )
     config = load_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()

@@ -105,6 +105,7 @@ def _execute(
     variables: dict[str, Any],
     json_output: bool,
     resume: Transcript | None,
+    yes: bool = False,
 ) -> int:
     from runner.cli.guard import note_secrets
     from runner.workflow import WorkflowEngine, open_record, resume_state
@@ -142,6 +143,7 @@ def _execute(
         resume=resume_state(resume) if resume is not None else None,
         on_event=progress,
         configs=configs,
+        assume_yes=yes,
     )
     result = _drive(engine)
     if result.exit_code in (0, 3) and result.output is not None:
@@ -164,6 +166,7 @@ def run_workflow(
     prompts: list[str],
     variables: dict[str, Any],
     json_output: bool,
+    yes: bool = False,
 ) -> int:
     """``runner run team.yaml -p INPUT``: the exit code (0, 1 a step failed, 3 a limit, 130 Ctrl+C)."""
     if not prompts:
@@ -183,10 +186,13 @@ def run_workflow(
         variables=variables,
         json_output=json_output,
         resume=None,
+        yes=yes,
     )
 
 
-def resume_workflow(resume: Transcript, settings: RuntimeSettings, *, json_output: bool) -> int:
+def resume_workflow(
+    resume: Transcript, settings: RuntimeSettings, *, json_output: bool, yes: bool = False
+) -> int:
     """``runner resume ID`` of a workflow transcript: finished steps reused, the rest run."""
     path = Path(str(resume.header.get("agent_path") or ""))
     if not path.is_file():
@@ -211,4 +217,5 @@ def resume_workflow(resume: Transcript, settings: RuntimeSettings, *, json_outpu
         variables=dict(variables) if isinstance(variables, dict) else {},
         json_output=json_output,
         resume=resume,
+        yes=yes,
     )

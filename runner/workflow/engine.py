@@ -92,6 +92,7 @@ class WorkflowEngine:
         resume: ResumeState | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         configs: dict[str, AgentConfig] | None = None,
+        assume_yes: bool = False,
     ) -> None:
         self.path = path
         self.workflow = workflow
@@ -103,6 +104,8 @@ class WorkflowEngine:
         self.usage = resume.usage if resume is not None else Usage()
         self.agent_steps = resume.agent_steps if resume is not None else 0
         self.on_event = on_event or (lambda event: None)
+        #: ``--yes``: tools that ask for confirmation run (else they are declined: nobody is asked).
+        self.assume_yes = assume_yes
         self.configs = configs if configs is not None else load_configs(path, workflow)
         self.evaluator = Evaluator(path)
         self.notes: list[str] = []
@@ -353,7 +356,7 @@ class WorkflowEngine:
             self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
             raise _Stop(130, f"interrupted before {key} began")
         options = RunOptions(
-            variables={**self.variables, **values}, assume_yes=True, limits=self._child_limits()
+            variables={**self.variables, **values}, assume_yes=self.assume_yes, limits=self._child_limits()
         )
         session = Session(runtime, options=options)
         self._sessions.add(session)

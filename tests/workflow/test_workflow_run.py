@@ -243,3 +243,41 @@ def test_j_a_workflow_without_input_is_refused_before_anything_runs(cli: Cli, tm
         done = cli("run", str(path))
     assert done.returncode == 2 and "standard input was empty" in done.stderr
     assert models.calls == {} and cli.transcripts() == []
+
+
+MARKING_TOOL = '''
+from pathlib import Path
+
+
+def mark(name: str) -> str:
+    """Write a marker file."""
+    Path(name).write_text("ran")
+    return "marked"
+'''
+
+
+def test_k_a_tool_that_asks_for_confirmation_runs_in_a_workflow_only_with_yes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "tools_mod.py").write_text(MARKING_TOOL, encoding="utf-8")
+    marker = tmp_path / "marker"
+
+    def marking(body: dict[str, Any]) -> dict[str, Any]:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"content": "tool said: " + str(last["content"])[:40]}
+        return {"tool_calls": [{"name": "mark", "arguments": {"name": str(marker)}}]}
+
+    body = "workflow:\n  - {id: only, agent: marker}\n"
+    models = Models({"marker": marking})
+    with ScriptedServer(models) as server:
+        path = team(
+            tmp_path, server.base_url, {"marker": "tools:\n  - python: tools_mod\n    confirm: true"}, body
+        )
+        declined = cli("run", str(path), "-p", "go")
+        assert declined.returncode == 0, declined.stderr
+        assert not marker.exists() and "marked" not in declined.stdout
+        allowed = cli("run", str(path), "-p", "go", "--yes")
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stdout.strip() == "tool said: marked", (allowed.stdout, allowed.stderr)
+    assert marker.read_text() == "ran"
