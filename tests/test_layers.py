@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"runtime"},
     {"session"},
     {"watch"},
-    {"serve", "testing", "api", "batch", "agentdiff"},
+    {"serve", "testing", "api", "batch", "agentdiff", "workflow"},
     {"evals"},
     {"integrations", "cli"},
     {"__main__"},

@@ -135,10 +135,33 @@ def run_agent(
     resume = None
     if session_id is not None:
         resume = read_transcript(find_transcript(settings.home, session_id))
+        if "workflow" in resume.header:
+            from runner.cli.workflow_cmd import resume_workflow
+
+            if prompts or interactive:
+                raise ConfigError(
+                    f"{resume.session_id} is a workflow: it resumes on the input it began with",
+                    hint=f"runner resume {resume.session_id}",
+                )
+            return resume_workflow(resume, settings, json_output=json_output, yes=yes)
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
     path = find_agent(ref)
+    if resume is None and agent_name is None and not interactive and _is_team(path):
+        from runner.cli.workflow_cmd import run_workflow, team_workflow
+
+        workflow = team_workflow(path)
+        if workflow is not None:
+            return run_workflow(
+                path,
+                workflow,
+                settings,
+                prompts=prompts,
+                variables=dict(variables),
+                json_output=json_output,
+                yes=yes,
+            )
     config = load_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
     )

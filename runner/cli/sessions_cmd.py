@@ -26,7 +26,20 @@ __all__ = ["run_sessions"]
 
 #: Transcript events ``sessions show`` prints without ``--all`` (the others are bookkeeping).
 SHOWN_EVENTS = frozenset(
-    {"error", "limit", "interrupt", "hook", "reload", "reload_failed", "resume", "queue_drop", "undo"}
+    {
+        "error",
+        "limit",
+        "interrupt",
+        "hook",
+        "reload",
+        "reload_failed",
+        "resume",
+        "queue_drop",
+        "undo",
+        "step_start",
+        "step_end",
+        "workflow_end",
+    }
 )
 
 

@@ -1,0 +1,221 @@
+"""``runner run team.yaml -p INPUT`` for a team file with a ``workflow:``, and ``runner resume`` of one.
+
+Progress goes to stderr, a line per step (started; done with its duration and cost); stdout gets the
+workflow's output (JSON when it is an object or a list). ``--json`` prints one event per line
+instead: ``workflow``, ``step_start``, ``step_end``, ``output``, ``end``. Ctrl+C interrupts every
+running child session (each ends its turn cleanly) and exits 130; ``runner resume ID`` goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from runner.agentfile.workflow import WorkflowConfig
+from runner.errors import ConfigError
+from runner.runtime.settings import RuntimeSettings
+from runner.store.transcript import Transcript
+
+__all__ = ["resume_workflow", "run_workflow", "team_workflow"]
+
+
+def team_workflow(path: Path) -> WorkflowConfig | None:
+    """The workflow of the team file at ``path`` (None: not a team file, or one without a workflow)."""
+    from runner.agentfile.files import load_file
+    from runner.agentfile.workflow import build_workflow
+
+    loaded = load_file(path)
+    return build_workflow(loaded.document) if loaded.is_team else None
+
+
+def _money(cost: float | None) -> str:
+    return f"${cost:.4f}" if cost is not None else "cost unknown"
+
+
+class _Progress:
+    """Step events: a line each on stderr, or JSON lines on stdout with ``--json``."""
+
+    def __init__(self, json_output: bool) -> None:
+        self.json_output = json_output
+
+    def emit(self, record: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.json_output:
+            self.emit(event)
+            return
+        key, kind = event["key"], event["type"]
+        if kind == "step_start":
+            what = f"agent {event['agent']}" if event.get("agent") else event.get("kind", "")
+            typer.echo(f"[{key}] started ({what})", err=True)
+        elif kind == "step_reused":
+            typer.echo(f"[{key}] done earlier (recorded output reused)", err=True)
+        elif kind == "step_end":
+            line = f"[{key}] {event['status']} in {event['duration_s']:.2f} s"
+            if event.get("kind") == "agent" and "tokens" in event:
+                line += f", {event['tokens']} tokens, {_money(event.get('cost_usd'))}"
+            if event.get("error"):
+                line += f": {event['error']}"
+            typer.echo(line, err=True)
+
+
+def _show_output(value: Any, progress: _Progress) -> None:
+    if progress.json_output:
+        progress.emit({"type": "output", "output": value})
+        return
+    if value is None:
+        return
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def _drive(engine: Any) -> Any:
+    """Run the engine in an event loop here; Ctrl+C (SIGINT) interrupts it instead of killing it."""
+    loop = asyncio.new_event_loop()
+    try:
+        try:
+            loop.add_signal_handler(signal.SIGINT, engine.interrupt)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+        return loop.run_until_complete(engine.run())
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _execute(
+    path: Path,
+    workflow: WorkflowConfig,
+    settings: RuntimeSettings,
+    *,
+    input: str,
+    variables: dict[str, Any],
+    json_output: bool,
+    resume: Transcript | None,
+    yes: bool = False,
+) -> int:
+    from runner.cli.guard import note_secrets
+    from runner.workflow import WorkflowEngine, open_record, resume_state
+    from runner.workflow.engine import load_configs
+
+    configs = load_configs(path, workflow)
+    for config in configs.values():
+        note_secrets(config)
+    secrets = frozenset().union(*(config.secrets for config in configs.values()))
+    record = open_record(
+        settings.home,
+        workflow=workflow.name,
+        path=path,
+        input=input,
+        variables=variables,
+        secrets=secrets,
+        models=", ".join(sorted({c.model.id for c in configs.values() if c.model is not None})),
+        write=settings.write_transcript,
+        fsync=settings.fsync,
+        resume=resume,
+    )
+    progress = _Progress(json_output)
+    if json_output:
+        progress.emit({"type": "workflow", "session_id": record.session_id, "resumed": resume is not None})
+    else:
+        verb = "resuming" if resume is not None else "workflow"
+        typer.echo(f"({verb} {workflow.name}: session {record.session_id})", err=True)
+    engine = WorkflowEngine(
+        path,
+        workflow,
+        settings,
+        input=input,
+        variables=variables,
+        record=record,
+        resume=resume_state(resume) if resume is not None else None,
+        on_event=progress,
+        configs=configs,
+        assume_yes=yes,
+    )
+    result = _drive(engine)
+    if result.exit_code in (0, 3) and result.output is not None:
+        _show_output(result.output, progress)
+    for note in result.notes:
+        if not json_output:
+            typer.echo(f"note: {note}", err=True)
+    if json_output:
+        progress.emit({"type": "end", "exit_code": result.exit_code, "notes": result.notes})
+    if result.exit_code not in (0,):
+        typer.echo(f"(runner resume {result.session_id} goes on from here)", err=True)
+    return int(result.exit_code)
+
+
+def run_workflow(
+    path: Path,
+    workflow: WorkflowConfig,
+    settings: RuntimeSettings,
+    *,
+    prompts: list[str],
+    variables: dict[str, Any],
+    json_output: bool,
+    yes: bool = False,
+) -> int:
+    """``runner run team.yaml -p INPUT``: the exit code (0, 1 a step failed, 3 a limit, 130 Ctrl+C)."""
+    if not prompts:
+        if sys.stdin.isatty():
+            raise ConfigError(
+                "nothing to run: give the workflow's input with -p", hint=f"runner run {path} -p '...'"
+            )
+        piped = sys.stdin.read()
+        if not piped.strip():
+            raise ConfigError("nothing to run: standard input was empty", hint=f"runner run {path} -p '...'")
+        prompts = [piped]
+    return _execute(
+        path,
+        workflow,
+        settings,
+        input="\n\n".join(prompts),
+        variables=variables,
+        json_output=json_output,
+        resume=None,
+        yes=yes,
+    )
+
+
+def resume_workflow(
+    resume: Transcript, settings: RuntimeSettings, *, json_output: bool, yes: bool = False
+) -> int:
+    """``runner resume ID`` of a workflow transcript: finished steps reused, the rest run."""
+    path = Path(str(resume.header.get("agent_path") or ""))
+    if not path.is_file():
+        raise ConfigError(f"workflow {resume.session_id}: its team file {path} is gone")
+    workflow = team_workflow(path)
+    if workflow is None:
+        raise ConfigError(f"workflow {resume.session_id}: {path} has no workflow: any more")
+    from runner.store.transcript import file_sha256
+
+    if resume.header.get("agent_sha256") not in (None, file_sha256(path)):
+        typer.echo(
+            f"warning: {path} changed since workflow {resume.session_id} began; "
+            "the steps it finished keep their recorded outputs",
+            err=True,
+        )
+    variables = resume.header.get("variables")
+    return _execute(
+        path,
+        workflow,
+        settings,
+        input=str(resume.header.get("input", "")),
+        variables=dict(variables) if isinstance(variables, dict) else {},
+        json_output=json_output,
+        resume=resume,
+        yes=yes,
+    )

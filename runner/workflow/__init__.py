@@ -1,0 +1,16 @@
+"""Running a team file's ``workflow:`` (issue 17): steps as child sessions, a workflow transcript, resume.
+
+Module map:
+
+- ``engine``: ``WorkflowEngine``: the steps in order (agent, parallel, for_each, loop; when,
+  on_error), one runtime per team agent, the shared budget, Ctrl+C.
+- ``expressions``: templates and expressions rendered in the agent file's sandbox.
+- ``record``: the workflow's transcript (``step_start`` / ``step_end``) and what a resume reuses.
+"""
+
+from __future__ import annotations
+
+from runner.workflow.engine import WorkflowEngine, WorkflowResult
+from runner.workflow.record import WorkflowRecord, open_record, resume_state
+
+__all__ = ["WorkflowEngine", "WorkflowRecord", "WorkflowResult", "open_record", "resume_state"]

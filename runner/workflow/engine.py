@@ -1,0 +1,438 @@
+"""``WorkflowEngine``: a team file's workflow run step by step (SPEC section 19, issue 17).
+
+Steps run in order. An ``agent:`` step is a child ``Session`` (its own transcript) on the agent's
+runtime, opened once per team agent and shared by every step that runs it; ``parallel:`` steps run
+at once (all finish before the next); ``for_each:`` runs its step per item, ``max_parallel`` in
+flight, outputs collected in order; ``loop:`` repeats its steps until ``until`` holds or
+``max_iterations`` (then status ``limit``: exit 3 with a note). ``when:`` false skips a step;
+``on_error: stop`` ends the workflow (exit 1), ``continue`` records status ``error`` and goes on.
+
+The workflow's ``limits`` are one budget for every agent it runs: before an agent step starts the
+budget is checked, and once it is spent nothing new starts (exit 3); each child session's own limits
+are lowered to what is left. ``interrupt`` (Ctrl+C) interrupts every running child session (each
+ends its turn cleanly) and starts nothing new (exit 130). Every step's start and end is recorded,
+so ``resume`` skips what finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.agentfile import load_agent
+from runner.agentfile.config import AgentConfig
+from runner.agentfile.output import OutputSchema
+from runner.agentfile.workflow import Step, WorkflowConfig
+from runner.errors import ConfigError, RunnerError
+from runner.models.base import Usage
+from runner.runtime.runtime import AgentRuntime
+from runner.runtime.settings import RuntimeSettings
+from runner.session import RunOptions, Session, open_runtime
+from runner.session.decisions import LIMIT_REASONS
+from runner.text import one_line
+from runner.workflow.expressions import Evaluator, plain
+from runner.workflow.record import ResumeState, WorkflowRecord
+
+__all__ = ["WorkflowEngine", "WorkflowResult"]
+
+#: ``loop:`` without ``max_iterations`` (``runner validate`` refuses it; a safety net).
+DEFAULT_MAX_ITERATIONS = 10
+#: The exit code of each way a workflow stops early, most important first.
+_SEVERITY = (130, 1, 3)
+
+
+@dataclass
+class WorkflowResult:
+    """What a workflow run did."""
+
+    session_id: str
+    exit_code: int
+    output: Any = None
+    notes: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+class _Stop(Exception):
+    """The workflow stops: a step failed (1), a budget is spent (3), Ctrl+C (130)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class _Outcome:
+    status: str  # ok | error | skipped | limit
+    output: Any = None
+    error: str | None = None
+
+
+def _worst(stops: list[_Stop]) -> _Stop:
+    return min(stops, key=lambda s: _SEVERITY.index(s.code) if s.code in _SEVERITY else 0)
+
+
+class WorkflowEngine:
+    """Runs one workflow of the team file at ``path``."""
+
+    def __init__(
+        self,
+        path: Path,
+        workflow: WorkflowConfig,
+        settings: RuntimeSettings,
+        *,
+        input: str,
+        variables: dict[str, Any],
+        record: WorkflowRecord,
+        resume: ResumeState | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        configs: dict[str, AgentConfig] | None = None,
+        assume_yes: bool = False,
+    ) -> None:
+        self.path = path
+        self.workflow = workflow
+        self.settings = settings
+        self.input = input
+        self.variables = dict(variables)
+        self.record = record
+        self.done = resume.outputs if resume is not None else {}
+        self.usage = resume.usage if resume is not None else Usage()
+        self.agent_steps = resume.agent_steps if resume is not None else 0
+        self.on_event = on_event or (lambda event: None)
+        #: ``--yes``: tools that ask for confirmation run (else they are declined: nobody is asked).
+        self.assume_yes = assume_yes
+        self.configs = configs if configs is not None else load_configs(path, workflow)
+        self.evaluator = Evaluator(path)
+        self.notes: list[str] = []
+        self.soft_code = 0
+        self.interrupted = False
+        self._started = time.monotonic()
+        self._runtimes: dict[str, AgentRuntime] = {}
+        self._runtime_lock = asyncio.Lock()
+        self._sessions: set[Session] = set()
+
+    # ----------------------------------------------------------------- the whole run
+
+    async def run(self) -> WorkflowResult:
+        """Run the steps; the result says the exit code (0, 1, 3, 130)."""
+        scope: dict[str, Any] = {"steps": {}}
+        output: Any = None
+        try:
+            last = await self._sequence(self.workflow.steps, scope, "")
+            output = self._final_output(scope, last)
+            code = self.soft_code
+            status = "ok" if code == 0 else "limit"
+        except _Stop as stop:
+            code, status = stop.code, {1: "error", 3: "limit", 130: "interrupted"}.get(stop.code, "error")
+            self.notes.append(stop.message)
+        finally:
+            await self._close_runtimes()
+        self.record.event(
+            "workflow_end", status=status, exit_code=code, output=output, notes=self.notes, **self._spent()
+        )
+        self.record.close()
+        return WorkflowResult(self.record.session_id, code, output, self.notes, self.usage)
+
+    def interrupt(self) -> None:
+        """Ctrl+C: every running child session stops its step; nothing new starts."""
+        self.interrupted = True
+        for session in list(self._sessions):
+            session.interrupt()
+
+    def _spent(self) -> dict[str, Any]:
+        return {"tokens": self.usage.total_tokens, "cost_usd": self.usage.cost_usd}
+
+    def _final_output(self, scope: dict[str, Any], last: Any) -> Any:
+        workflow = self.workflow
+        value = last
+        if workflow.output is not None:
+            value = self.evaluator.render(workflow.output, self._context(scope), where="workflow output")
+        if workflow.output_schema is not None:
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise _Stop(
+                        1, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
+                    ) from None
+            problems = OutputSchema(workflow.output_schema, where="the workflow's output_schema").problems(
+                value
+            )
+            if problems:
+                raise _Stop(1, "the workflow's output does not match output_schema: " + "; ".join(problems))
+        return value
+
+    # ----------------------------------------------------------------- steps
+
+    def _context(self, scope: dict[str, Any]) -> dict[str, Any]:
+        context: dict[str, Any] = dict(self.variables)
+        context.update(scope)
+        context.update(input=self.input, vars=dict(self.variables))
+        return context
+
+    async def _sequence(self, steps: tuple[Step, ...], scope: dict[str, Any], prefix: str) -> Any:
+        last: Any = None
+        for step in steps:
+            last = (await self._step(step, scope, prefix)).output
+        return last
+
+    async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> _Outcome:
+        key = prefix + step.id
+        # A finished agent step is reused as it is; a finished parallel, for_each or loop runs again
+        # over its finished sub-steps (all reused), so that their own ids are in ``steps`` again.
+        if key in self.done and step.kind == "agent":
+            outcome = _Outcome("ok", self.done[key])
+            self.on_event({"type": "step_reused", "key": key, "id": step.id})
+        else:
+            outcome = await self._fresh(step, key, scope)
+        scope["steps"][step.id] = {"output": outcome.output, "status": outcome.status}
+        if outcome.status == "error" and step.on_error == "stop":
+            raise _Stop(1, f"step {key} failed: {outcome.error}")
+        return outcome
+
+    async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+        context = self._context(scope)
+        try:
+            if step.when is not None and not self.evaluator.truth(step.when, context, where=f"{key}: when"):
+                outcome = _Outcome("skipped")
+                self._end(step, key, outcome, started=time.monotonic())
+                return outcome
+        except ConfigError as exc:
+            outcome = _Outcome("error", error=exc.message)
+            self._end(step, key, outcome, started=time.monotonic())
+            return outcome
+        if step.kind == "agent":
+            return await self._agent(step, key, context)
+        started = time.monotonic()
+        self._start(step, key)
+        try:
+            if step.kind == "parallel":
+                outcome = await self._parallel(step, key, scope)
+            elif step.kind == "for_each":
+                outcome = await self._for_each(step, key, scope)
+            else:
+                outcome = await self._loop(step, key, scope)
+        except ConfigError as exc:
+            outcome = _Outcome("error", error=exc.message)
+        self._end(step, key, outcome, started=started)
+        return outcome
+
+    async def _gather(self, work: list[Any]) -> list[Any]:
+        """Run ``work`` at once, all to the end; then the worst way one of them stopped, if any."""
+        results = await asyncio.gather(*work, return_exceptions=True)
+        stops = [r for r in results if isinstance(r, _Stop)]
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, _Stop):
+                raise result
+        if stops:
+            raise _worst(stops)
+        return results
+
+    async def _parallel(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+        prefix = f"{key}/"
+        outcomes = await self._gather([self._step(sub, scope, prefix) for sub in step.steps])
+        return _Outcome("ok", {sub.id: o.output for sub, o in zip(step.steps, outcomes, strict=True)})
+
+    async def _for_each(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+        assert step.for_each is not None and step.step is not None
+        items = self.evaluator.evaluate(step.for_each, self._context(scope), where=f"{key}: for_each")
+        if not isinstance(items, list | tuple):
+            kind = type(items).__name__
+            return _Outcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
+        gate = asyncio.Semaphore(max(1, step.max_parallel))
+        inner = step.step
+
+        async def one(index: int, item: Any) -> Any:
+            async with gate:
+                item_scope = {**scope, "steps": dict(scope["steps"]), step.as_name: item}
+                return (await self._step(inner, item_scope, f"{key}[{index}]/")).output
+
+        outputs = await self._gather([one(i, item) for i, item in enumerate(items)])
+        return _Outcome("ok", outputs)
+
+    async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+        most = step.max_iterations or DEFAULT_MAX_ITERATIONS
+        last: Any = None
+        outer = scope.get("iteration")  # a loop inside a loop: the outer one's comes back after
+        try:
+            for iteration in range(1, most + 1):
+                scope["iteration"] = iteration
+                last = await self._sequence(step.steps, scope, f"{key}#{iteration}/")
+                if step.until is not None and self.evaluator.truth(
+                    step.until, self._context(scope), where=f"{key}: until"
+                ):
+                    return _Outcome("ok", last)
+        finally:
+            if outer is None:
+                scope.pop("iteration", None)
+            else:
+                scope["iteration"] = outer
+        if step.until is None:
+            return _Outcome("ok", last)
+        note = f"loop {key} stopped at max_iterations ({most}) before its until held: {step.until}"
+        self.notes.append(note)
+        self.soft_code = max(self.soft_code, 3)
+        return _Outcome("limit", last, error=note)
+
+    # ----------------------------------------------------------------- agent steps
+
+    def _check_start(self, key: str) -> None:
+        """Refuse to start ``key`` after Ctrl+C or once the workflow's budget is spent."""
+        if self.interrupted:
+            raise _Stop(130, "interrupted")
+        limits = self.workflow.limits
+        spent = None
+        if limits.max_tokens is not None and self.usage.total_tokens >= limits.max_tokens:
+            spent = (
+                f"the workflow used {self.usage.total_tokens} tokens (limits.max_tokens {limits.max_tokens})"
+            )
+        elif limits.max_cost_usd is not None and (self.usage.cost_usd or 0.0) >= limits.max_cost_usd:
+            spent = (
+                f"the workflow spent ${self.usage.cost_usd:.4f} (limits.max_cost_usd {limits.max_cost_usd:g})"
+            )
+        elif limits.timeout_s is not None and time.monotonic() - self._started >= limits.timeout_s:
+            spent = f"the workflow ran {limits.timeout_s:g} s (limits.timeout_s)"
+        elif limits.max_steps is not None and self.agent_steps >= limits.max_steps:
+            spent = f"the workflow ran {self.agent_steps} agent steps (limits.max_steps)"
+        if spent is not None:
+            raise _Stop(3, f"{spent}: {key} and the steps after it did not start")
+        self.agent_steps += 1
+
+    def _child_limits(self) -> dict[str, Any]:
+        """The child session's limits: what the workflow's budget has left."""
+        limits = self.workflow.limits
+        lowered: dict[str, Any] = {}
+        if limits.max_tokens is not None:
+            lowered["max_tokens"] = max(1, limits.max_tokens - self.usage.total_tokens)
+        if limits.max_cost_usd is not None:
+            lowered["max_cost_usd"] = max(1e-9, limits.max_cost_usd - (self.usage.cost_usd or 0.0))
+        if limits.timeout_s is not None:
+            lowered["timeout_s"] = max(0.001, limits.timeout_s - (time.monotonic() - self._started))
+        return lowered
+
+    async def _runtime(self, name: str) -> AgentRuntime:
+        async with self._runtime_lock:
+            runtime = self._runtimes.get(name)
+            if runtime is None:
+                runtime = await open_runtime(self.configs[name], self.settings)
+                self._runtimes[name] = runtime
+            return runtime
+
+    async def _close_runtimes(self) -> None:
+        runtimes, self._runtimes = list(self._runtimes.values()), {}
+        for runtime in runtimes:
+            await runtime.aclose()
+
+    def _inputs(self, step: Step, key: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        text = self.input
+        if step.input is not None:
+            text = self.evaluator.render(step.input, context, where=f"{key}: input")
+        values = {
+            name: self.evaluator.render(value, context, where=f"{key}: vars.{name}")
+            if isinstance(value, str)
+            else value
+            for name, value in step.vars.items()
+        }
+        return text, values
+
+    async def _agent(self, step: Step, key: str, context: dict[str, Any]) -> _Outcome:
+        assert step.agent is not None
+        self._check_start(key)
+        started = time.monotonic()
+        try:
+            text, values = self._inputs(step, key, context)
+        except ConfigError as exc:
+            outcome = _Outcome("error", error=exc.message)
+            self._end(step, key, outcome, started=started)
+            return outcome
+        self._start(step, key, input=text)
+        runtime = await self._runtime(step.agent)
+        if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
+            self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
+            raise _Stop(130, f"interrupted before {key} began")
+        options = RunOptions(
+            variables={**self.variables, **values}, assume_yes=self.assume_yes, limits=self._child_limits()
+        )
+        session = Session(runtime, options=options)
+        self._sessions.add(session)
+        try:
+            result = await session.run([text])
+        except RunnerError as exc:
+            outcome = _Outcome("error", error=exc.message)
+        else:
+            outcome = self._agent_outcome(runtime, result)
+        finally:
+            self._sessions.discard(session)
+            await session.close()
+            self.usage = self.usage + session.usage
+        self._end(step, key, outcome, started=started, session=session)
+        if outcome.status == "interrupted":
+            raise _Stop(130, f"interrupted during {key}")
+        if outcome.status == "limit":
+            raise _Stop(3, f"{key}: {outcome.error}")
+        return outcome
+
+    @staticmethod
+    def _agent_outcome(runtime: AgentRuntime, result: Any) -> _Outcome:
+        reason = result.reason
+        if reason == "interrupted":
+            return _Outcome("interrupted", error="interrupted")
+        if result.limit is not None or reason in LIMIT_REASONS:
+            why = result.limit.message if result.limit is not None else reason
+            return _Outcome("limit", error=why)
+        if reason not in ("done",):
+            return _Outcome("error", error=f"the agent's turn ended: {reason}")
+        if runtime.config.output is not None:
+            return _Outcome("ok", plain(result.data))
+        return _Outcome("ok", result.output)
+
+    # ----------------------------------------------------------------- records
+
+    def _start(self, step: Step, key: str, **data: Any) -> None:
+        event = {"key": key, "id": step.id, "kind": step.kind, "agent": step.agent, **data}
+        self.record.event("step_start", **event)
+        self.on_event({"type": "step_start", **event})
+
+    def _end(
+        self, step: Step, key: str, outcome: _Outcome, *, started: float, session: Session | None = None
+    ) -> None:
+        event: dict[str, Any] = {
+            "key": key,
+            "id": step.id,
+            "kind": step.kind,
+            "status": outcome.status,
+            "output": outcome.output,
+            "duration_s": round(time.monotonic() - started, 4),
+        }
+        if outcome.error is not None:
+            event["error"] = one_line(outcome.error, 2000)
+        if session is not None:
+            event.update(
+                agent=step.agent,
+                session_id=session.session_id if session.conversation.transcript else None,
+                tokens=session.usage.total_tokens,
+                cost_usd=session.usage.cost_usd,
+            )
+        self.record.event("step_end", **event)
+        self.on_event({"type": "step_end", **event})
+
+
+def load_configs(path: Path, workflow: WorkflowConfig) -> dict[str, AgentConfig]:
+    """The configuration of every team agent the workflow's steps name (an unknown one: ``ConfigError``)."""
+    names: list[str] = []
+
+    def walk(steps: tuple[Step, ...]) -> None:
+        for step in steps:
+            if step.agent is not None and step.agent not in names:
+                names.append(step.agent)
+            walk(step.steps)
+            if step.step is not None:
+                walk((step.step,))
+
+    walk(workflow.steps)
+    return {name: load_agent(path, agent=name) for name in names}
