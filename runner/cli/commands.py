@@ -151,7 +151,7 @@ def run_agent(
     if resume is None and agent_name is None and not interactive and _is_team(path):
         from runner.cli.workflow_cmd import run_workflow, team_workflow
 
-        workflow = team_workflow(path)
+        workflow = team_workflow(path, extra_vars=variables.keys())
         if workflow is not None:
             return run_workflow(
                 path,

@@ -176,15 +176,17 @@ def test_e_a_step_whose_when_is_false_is_skipped(cli: Cli, tmp_path: Path) -> No
     assert [e["status"] for e in events(cli.workflow_transcript(), "step_end")] == ["ok", "skipped", "ok"]
 
 
-def test_f_a_when_with_a_syntax_error_is_a_located_step_error(cli: Cli, tmp_path: Path) -> None:
+def test_f_a_when_with_a_syntax_error_is_a_located_error_before_anything_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
     models = Models({"echo": lambda body: user_text(body)})
     with ScriptedServer(models) as server:
         path = team(tmp_path, server.base_url, {"echo": ""}, WHEN.replace("== 'nope'", "== 'nope"))
         done = cli("run", str(path), "-p", "hello")
-    assert done.returncode == 1, done.stderr
-    assert "step never failed: never: when: syntax error" in done.stderr
+    assert done.returncode == 2, done.stderr  # run makes validate's checks: nothing starts
+    assert "team.yaml:9:11: workflow[1].when: expression: unexpected char" in done.stderr
     assert "Traceback" not in done.stderr
-    assert models.calls == {"echo": 1}
+    assert models.calls == {}
 
 
 FOR_EACH_TEXT = """workflow:
@@ -194,13 +196,13 @@ FOR_EACH_TEXT = """workflow:
 """
 
 
-def test_g_for_each_over_a_string_fails_the_step(cli: Cli, tmp_path: Path) -> None:
+def test_g_for_each_over_a_string_is_refused_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
     models = Models({"echo": lambda body: user_text(body)})
     with ScriptedServer(models) as server:
         path = team(tmp_path, server.base_url, {"echo": ""}, FOR_EACH_TEXT)
         done = cli("run", str(path), "-p", "abc")
-    assert done.returncode == 1
-    assert "for_each 'input' gave a str, not a list" in done.stderr
+    assert done.returncode == 2
+    assert "workflow[0].for_each: for_each needs a list, and input is text" in done.stderr
     assert models.calls == {}
 
 

@@ -171,7 +171,7 @@ def test_f_max_steps_of_the_workflow_stops_a_fan_out_with_exit_3(cli: Cli, tmp_p
     assert models.calls == {"echo": 2} and "limits.max_steps" in done.stderr
 
 
-def test_g_a_reference_to_a_step_that_runs_later_fails_the_step_with_a_message(
+def test_g_a_reference_to_a_step_that_runs_later_is_refused_before_anything_runs(
     cli: Cli, tmp_path: Path
 ) -> None:
     body = """workflow:
@@ -182,9 +182,9 @@ def test_g_a_reference_to_a_step_that_runs_later_fails_the_step_with_a_message(
     with ScriptedServer(models) as server:
         path = team(tmp_path, server.base_url, {"echo": ""}, body)
         done = cli("run", str(path), "-p", "go")
-    assert done.returncode == 1
-    assert "step first failed: first: input: template: undefined variable" in done.stderr
-    assert "second" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert "workflow[0].input: steps.second runs later: its output is not ready here" in done.stderr
+    assert "Traceback" not in done.stderr
     assert models.calls == {}
 
 
