@@ -153,3 +153,10 @@ def test_recording_it_again_gives_the_same_cassette(cli: Any, tmp_path: Path) ->
     again = cli("run", str(tmp_path / TEAM.name), "-p", QUESTION, "--replay", str(recorded))
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout) == REPORT
+
+
+def test_runner_test_replays_the_examples_case_offline(cli: Any) -> None:
+    result = cli("test", str(TEAM))
+    assert result.exit_code == 0, result.output
+    assert "PASS research_workflow/transistor" in result.stdout
+    assert result.stdout.splitlines()[-1] == "1 passed, 0 failed"
