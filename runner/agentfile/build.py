@@ -26,7 +26,7 @@ from runner.agentfile.templates import read_template_file
 from runner.agentfile.yamlsrc import Document, PathKey, error_at
 from runner.errors import ConfigError
 
-__all__ = ["build_agent", "build_model", "build_source", "origin_dir"]
+__all__ = ["build_agent", "build_model", "build_source", "origin_dir", "test_case"]
 
 _LIMIT_FIELDS = set(LimitsConfig.__dataclass_fields__)
 
@@ -147,7 +147,8 @@ def _hook(doc: Document, path: PathKey, entry: dict[str, Any]) -> HookConfig:
     )
 
 
-def _test(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseConfig:
+def test_case(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseConfig:
+    """One entry of ``tests:`` (an agent's, or a team file's workflow's)."""
     expect = dict(entry.get("expect", {}))
     contains = expect.get("output_contains", ())
     cassette = entry.get("cassette")
@@ -215,8 +216,8 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
         limits=LimitsConfig(**limits),
         output=_output(doc, (*prefix, "output"), body.get("output")),
         tool_details=bool(body.get("serve", {}).get("tool_details", True)),
-        tests=tuple(_test(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
-        evals=tuple(_test(doc, (*prefix, "evals", i), t) for i, t in enumerate(body.get("evals", ()))),
+        tests=tuple(test_case(doc, (*prefix, "tests", i), t) for i, t in enumerate(body.get("tests", ()))),
+        evals=tuple(test_case(doc, (*prefix, "evals", i), t) for i, t in enumerate(body.get("evals", ()))),
         judge=build_model(body.get("judge")),
         secrets=frozenset(doc.secrets | _api_keys(body)),
         team=team,

@@ -90,10 +90,12 @@ class Survey:
         )
 
     def workflow_errors(self, *, extra_vars: Iterable[str] = ()) -> list[ConfigError]:
-        """The checks a schema cannot make of the team's ``workflow:`` (step references, output fields)."""
+        """The checks a schema cannot make of the team's ``workflow:`` (step references, output fields),
+        and its top-level ``tests:`` (they need a workflow)."""
         from runner.agentfile.workflow_checks import workflow_errors  # only files with a workflow pay
 
-        if not self.is_team or "workflow" not in self.document.data:
+        data = self.document.data
+        if not self.is_team or ("workflow" not in data and "tests" not in data):
             return []
         return workflow_errors(self.document, bodies=self.bodies, sound=self.sound, extra_vars=extra_vars)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runner.agentfile.config import TestCaseConfig
 from runner.agentfile.yamlsrc import Document, PathKey
 
 __all__ = ["Step", "StepKind", "WorkflowConfig", "WorkflowLimits", "build_workflow"]
@@ -71,6 +72,8 @@ class WorkflowConfig:
     output_schema: dict[str, Any] | None = None
     limits: WorkflowLimits = field(default_factory=WorkflowLimits)
     path: PathKey = ("workflow",)
+    #: The team file's top-level ``tests:``: cases ``runner test`` runs the workflow on.
+    tests: tuple[TestCaseConfig, ...] = ()
 
 
 def _step(entry: dict[str, Any], path: PathKey) -> Step:
@@ -113,6 +116,8 @@ def _step(entry: dict[str, Any], path: PathKey) -> Step:
 
 def build_workflow(doc: Document) -> WorkflowConfig | None:
     """The ``workflow:`` of a team document that passed the schema (None when it has none)."""
+    from runner.agentfile.build import test_case
+
     value = doc.data.get("workflow") if isinstance(doc.data, dict) else None
     if value is None:
         return None
@@ -132,4 +137,5 @@ def build_workflow(doc: Document) -> WorkflowConfig | None:
             timeout_s=limits.get("timeout_s"),
             max_steps=limits.get("max_steps"),
         ),
+        tests=tuple(test_case(doc, ("tests", i), t) for i, t in enumerate(doc.data.get("tests", ()))),
     )

@@ -467,7 +467,19 @@ def workflow_errors(
     sound: Callable[[PathKey], bool],
     extra_vars: Iterable[str] = (),
 ) -> list[ConfigError]:
-    """The problems of the document's ``workflow:`` (none when it has none or the schema refused it)."""
+    """The problems of the document's ``workflow:`` (none when it has none or the schema refused it),
+    and top-level ``tests:`` without a workflow to run."""
+    if isinstance(doc.data, dict) and doc.data.get("tests") and doc.data.get("workflow") is None:
+        info = doc.sources.entries.get(("tests",))
+        return [
+            error_at(
+                "a team file's own tests run its workflow, and this file has no workflow:",
+                info,
+                ("tests",),
+                key=True,
+                hint="add a workflow:, or move each case under the agent it tests (agents.NAME.tests)",
+            )
+        ]
     checker = _checked(doc, bodies, sound, extra_vars)
     return checker.errors if checker is not None else []
 

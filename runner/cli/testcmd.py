@@ -6,7 +6,7 @@ run for real. Then ``expect`` is checked: ``output_contains``,
 ``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``, and on the
 structured answer (``output:``; without it, the answer text parsed as JSON) ``output_schema`` and
 ``output_json`` (``runner.testing.expect``). ``--update`` records the cassettes again against the
-live model.
+live model. A team file's own ``tests:`` are cases of its workflow (``testcmd_workflow``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import typer
 
 from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.config import AgentConfig, TestCaseConfig
+from runner.agentfile.workflow import WorkflowConfig
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
 from runner.errors import RunnerError
@@ -138,36 +139,53 @@ def _keep_recording(recording: Path, cassette: Path, outcome: CaseOutcome) -> No
     outcome.failures.append(f"the recording failed, so {kept}")
 
 
-def _agents(refs: list[str]) -> list[AgentConfig]:
+def _agents(refs: list[str]) -> tuple[list[AgentConfig], list[tuple[Path, WorkflowConfig]]]:
+    """The agents of the files, and the workflows of team files that have ``tests:`` for them."""
+    from runner.cli.workflow_cmd import team_workflow
+
     specs: list[AgentConfig] = []
+    workflows: list[tuple[Path, WorkflowConfig]] = []
     for ref in refs:
         path = find_agent(ref)
         agent_file = load_file(path)
         specs.extend(
             load_agent(path, agent=name if agent_file.is_team else None) for name in agent_file.names
         )
+        workflow = team_workflow(path) if agent_file.is_team else None
+        if workflow is not None and workflow.tests:
+            workflows.append((path, workflow))
     for config in specs:
         note_secrets(config)
-    return specs
+    return specs, workflows
+
+
+def _show(outcome: CaseOutcome) -> bool:
+    label = f"{outcome.agent}/{outcome.case}"
+    if outcome.passed:
+        typer.echo(f"PASS {label} ({outcome.seconds:.2f} s)")
+        return True
+    typer.echo(f"FAIL {label} ({outcome.seconds:.2f} s)")
+    for problem in outcome.failures:
+        typer.echo("  " + problem.replace("\n", "\n  "))
+    return False
 
 
 def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> int:
     """Run every case of every agent; print one line per case and the summary; the exit code."""
-    passed = failed = 0
+    from runner.cli.testcmd_workflow import run_workflow_case
+
+    results: list[bool] = []
     settings = replace(settings, write_transcript=False)
-    for config in _agents(refs):
-        if not config.tests:
+    agents, workflows = _agents(refs)
+    for config in agents:
+        if not config.tests and not any(path == config.path for path, _ in workflows):
             typer.echo(f"{config.name}: no tests ({display_path(str(config.path))})", err=True)
         for case in config.tests:
-            outcome = run_to_end(run_case(config, case, settings, update=update))
-            label = f"{outcome.agent}/{outcome.case}"
-            if outcome.passed:
-                passed += 1
-                typer.echo(f"PASS {label} ({outcome.seconds:.2f} s)")
-            else:
-                failed += 1
-                typer.echo(f"FAIL {label} ({outcome.seconds:.2f} s)")
-                for problem in outcome.failures:
-                    typer.echo("  " + problem.replace("\n", "\n  "))
+            results.append(_show(run_to_end(run_case(config, case, settings, update=update))))
+    for path, workflow in workflows:  # a team file's tests: run its workflow
+        for case in workflow.tests:
+            outcome = run_to_end(run_workflow_case(path, workflow, case, settings, update=update))
+            results.append(_show(outcome))
+    passed, failed = results.count(True), results.count(False)
     typer.echo(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -115,11 +115,16 @@ def _execute(
 ) -> int:
     from runner.cli.guard import note_secrets
     from runner.workflow import WorkflowEngine, open_record, resume_state
+    from runner.workflow.cassette import open_cassette
     from runner.workflow.engine import load_configs
 
     configs = load_configs(path, workflow)
     for config in configs.values():
         note_secrets(config)
+    # before the transcript: a cassette of another workflow is refused with nothing written
+    cassette = open_cassette(
+        workflow, path, configs, settings, warn=lambda text: typer.echo(f"warning: {text}", err=True)
+    )
     secrets = frozenset().union(*(config.secrets for config in configs.values()))
     record = open_record(
         settings.home,
@@ -150,6 +155,7 @@ def _execute(
         on_event=progress,
         configs=configs,
         assume_yes=yes,
+        cassette=cassette,
     )
     result = _drive(engine)
     if result.exit_code in (0, 3) and result.output is not None:

@@ -164,9 +164,10 @@ def _model_for(
     given: Model | None,
     previous: AgentRuntime | None,
     warn: Callable[[str], None] | None,
+    clock: Callable[..., str] | None = None,
 ) -> tuple[Shared[Model], Callable[..., str] | None]:
     if given is not None:
-        return Shared(given, given.aclose), None
+        return Shared(given, given.aclose), clock
     if previous is not None and previous._model is not None and settings.replay is None:
         same = previous.config.model == config.model and previous.settings == settings
         if same:
@@ -184,18 +185,20 @@ async def build_runtime(
     agent_tools: AgentToolFactory | None = None,
     on_progress: Callable[[str, str], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    clock: Callable[..., str] | None = None,
 ) -> AgentRuntime:
     """The runtime of ``config``; raises ``ConfigError(s)`` (nothing stays open) when it cannot open.
 
     ``model`` replaces the one ``model:`` names (a scripted model in tests); ``previous`` is the
     runtime this one replaces: its unchanged sources and model are shared, not opened again.
+    ``clock`` goes with a given ``model``: the ``now()`` its templates see (a replay's recording time).
     """
     settings = settings or RuntimeSettings()
     ctx = source_context(config, settings, agent_tools=agent_tools, on_progress=on_progress)
     sources = await SourceSet.open(config.tools, ctx, previous=previous._sources if previous else None)
     shared: Shared[Model] | None = None
     try:
-        shared, clock = _model_for(config, settings, model, previous, warn)
+        shared, clock = _model_for(config, settings, model, previous, warn, clock)
         registry = sources.registry()
         definitions = registry.definitions()
 

@@ -27,6 +27,7 @@ async def open_runtime(
     previous: AgentRuntime | None = None,
     on_progress: Callable[[str, str], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    clock: Callable[..., str] | None = None,
 ) -> AgentRuntime:
     """The runtime of ``config`` (see ``build_runtime``), its ``agent:`` sources able to run."""
     settings = settings or RuntimeSettings()
@@ -38,6 +39,7 @@ async def open_runtime(
         agent_tools=agent_tool_factory(settings),
         on_progress=on_progress,
         warn=warn,
+        clock=clock,
     )
 
 

@@ -4,6 +4,7 @@ Module map:
 
 - ``engine``: ``WorkflowEngine``: the steps in order (agent, parallel, for_each, loop; when,
   on_error), one runtime per team agent, the shared budget, Ctrl+C.
+- ``cassette``: ``--record`` / ``--replay``: one cassette for every agent of the run, in order.
 - ``expressions``: templates and expressions rendered in the agent file's sandbox.
 - ``record``: the workflow's transcript (``step_start`` / ``step_end``) and what a resume reuses.
 """

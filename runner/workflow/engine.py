@@ -12,6 +12,11 @@ budget is checked, and once it is spent nothing new starts (exit 3); each child 
 are lowered to what is left. ``interrupt`` (Ctrl+C) interrupts every running child session (each
 ends its turn cleanly) and starts nothing new (exit 130). Every step's start and end is recorded,
 so ``resume`` skips what finished.
+
+Under ``--record`` / ``--replay`` every agent's model calls go to one cassette
+(``runner.workflow.cassette``), and ``parallel`` steps and ``for_each`` items run one after another
+in the file's order (``sequential``), so that the order of the calls, which a replay follows, does
+not depend on timing.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.session.decisions import LIMIT_REASONS
 from runner.text import one_line
+from runner.workflow.cassette import WorkflowCassette, open_cassette
 from runner.workflow.expressions import Evaluator, plain
 from runner.workflow.record import ResumeState, WorkflowRecord
 
@@ -93,6 +99,7 @@ class WorkflowEngine:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         configs: dict[str, AgentConfig] | None = None,
         assume_yes: bool = False,
+        cassette: WorkflowCassette | None = None,
     ) -> None:
         self.path = path
         self.workflow = workflow
@@ -107,6 +114,12 @@ class WorkflowEngine:
         #: ``--yes``: tools that ask for confirmation run (else they are declined: nobody is asked).
         self.assume_yes = assume_yes
         self.configs = configs if configs is not None else load_configs(path, workflow)
+        #: ``--record`` / ``--replay``: the one cassette of the run (given, or opened here).
+        self.cassette = (
+            cassette if cassette is not None else open_cassette(workflow, path, self.configs, settings)
+        )
+        #: Parallel steps and for_each items one at a time, in order (a cassette's calls keep their order).
+        self.sequential = self.cassette is not None
         self.evaluator = Evaluator(path)
         self.notes: list[str] = []
         self.soft_code = 0
@@ -132,6 +145,13 @@ class WorkflowEngine:
             self.notes.append(stop.message)
         finally:
             await self._close_runtimes()
+            if self.cassette is not None:
+                self.cassette.close()
+        if self.cassette is not None and self.cassette.remaining() and code == 0:
+            self.notes.append(
+                f"{self.cassette.path}: {self.cassette.remaining()} recorded response(s) were not used "
+                "(the workflow now makes fewer model calls than when it was recorded)"
+            )
         self.record.event(
             "workflow_end", status=status, exit_code=code, output=output, notes=self.notes, **self._spent()
         )
@@ -223,8 +243,21 @@ class WorkflowEngine:
         return outcome
 
     async def _gather(self, work: list[Any]) -> list[Any]:
-        """Run ``work`` at once, all to the end; then the worst way one of them stopped, if any."""
-        results = await asyncio.gather(*work, return_exceptions=True)
+        """Run ``work`` at once (in order when ``sequential``), all to the end; then the worst way one of
+        them stopped, if any."""
+        results: list[Any] = []
+        if self.sequential:
+            for index, one in enumerate(work):
+                try:
+                    results.append(await one)
+                except Exception as exc:  # kept, and raised below, as gather would
+                    results.append(exc)
+                except BaseException:
+                    for rest in work[index + 1 :]:
+                        rest.close()
+                    raise
+        else:
+            results = list(await asyncio.gather(*work, return_exceptions=True))
         stops = [r for r in results if isinstance(r, _Stop)]
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, _Stop):
@@ -319,7 +352,16 @@ class WorkflowEngine:
         async with self._runtime_lock:
             runtime = self._runtimes.get(name)
             if runtime is None:
-                runtime = await open_runtime(self.configs[name], self.settings)
+                config = self.configs[name]
+                if self.cassette is not None:
+                    runtime = await open_runtime(
+                        config,
+                        self.settings,
+                        model=self.cassette.model_for(config),
+                        clock=self.cassette.clock,
+                    )
+                else:
+                    runtime = await open_runtime(config, self.settings)
                 self._runtimes[name] = runtime
             return runtime
 
