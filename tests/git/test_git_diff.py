@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from typer.testing import Result
 
-from runner.agentdiff import compare, diff_agent
+from runner.agentdiff import compare
 
 from .conftest import Repo
 
@@ -119,14 +121,28 @@ def test_the_library_api_and_secrets_stay_out(repo: Repo, home: Path, monkeypatc
 
     os.environ["PROBE_SECRET"] = "s3cr3t-value-123"
     try:
-        repo.commit(repo.agent())
+        repo.commit({**repo.agent(), **repo.tools("1")})  # the module it names, committed
         text = repo.agent()["probe.yaml"].replace("${OPENAI_API_KEY:-sk-test}", "${PROBE_SECRET}")
         assert "PROBE_SECRET" in text
         text = text.replace("description: first", "description: second")
         repo.write({"probe.yaml": text})
-        result = diff_agent(str(repo.path / "probe.yaml"), "HEAD", None)
-        assert not result.same
-        assert "s3cr3t-value-123" not in json.dumps(result.to_json())
+        # In a fresh interpreter: in a test worker, a module another test imported hid that this
+        # test had not committed the one its agent names.
+        code = (
+            "import json, sys; from runner.agentdiff import diff_agent; "
+            "r = diff_agent(sys.argv[1], 'HEAD', None); "
+            "print(json.dumps({'same': r.same, 'diff': r.to_json()}))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(repo.path / "probe.yaml")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert not result["same"]
+        assert "s3cr3t-value-123" not in json.dumps(result["diff"])
         assert compare(*[{"prompts": {}, "tools": {}, "x": 1}] * 2).same
     finally:
         del os.environ["PROBE_SECRET"]
