@@ -66,17 +66,6 @@ def _check_committed(module: ModuleType, name: str, revision: Revision) -> None:
             )
 
 
-def _import_fresh(name: str) -> ModuleType:
-    """``importlib.import_module``, asked once more with the finders' caches cleared when the module
-    is not found: a folder's listing cached before its files were written (a revision's tree, a
-    module written just now) must not hide them."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError:
-        importlib.invalidate_caches()
-        return importlib.import_module(name)
-
-
 def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleType:
     """Import ``name`` with ``base_dir`` first on ``sys.path``; failures become ``ConfigError``.
 
@@ -107,7 +96,7 @@ def _import(name: str, base_dir: Path, *, reload: bool) -> ModuleType:
     try:
         if cached is not None and reload:
             return importlib.reload(cached)
-        return _import_fresh(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if name == missing or name.startswith(missing + "."):
