@@ -57,6 +57,13 @@ def _check_committed(module: ModuleType, name: str, revision: Revision) -> None:
     installed = {"site-packages", "dist-packages"} & set(where.parts)
     if installed or name.split(".")[0] in _OWN or where.is_relative_to(revision.root.resolve()):
         return
+    other = revision_of(where)
+    if other is not None:  # cached from another revision's tree: not this revision's module
+        raise ConfigError(
+            f"module '{name}' is not in the repository at revision '{revision.rev}' "
+            f"({revision.commit[:12]}): the one loaded comes from revision {other.commit[:12]}",
+            hint="commit the module at this revision",
+        )
     for local in (revision.work_tree, Path.cwd().resolve()):
         if local is not None and where.is_relative_to(local):
             raise ConfigError(

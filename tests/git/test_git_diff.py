@@ -81,8 +81,8 @@ def test_json_diff_of_two_revisions(cli: Cli, repo: Repo) -> None:
 
 
 def test_one_revision_is_compared_with_the_work_tree(cli: Cli, repo: Repo) -> None:
-    repo.commit(repo.agent(description="one"))
-    repo.commit(repo.agent(description="two"))
+    repo.commit({**repo.agent(description="one"), **repo.tools("v1")})
+    repo.commit({**repo.agent(description="two"), **repo.tools("v1")})
     result = cli("diff", "HEAD~1", str(repo.path / "probe.yaml"), "--json")
     data = json.loads(result.stdout)
     assert data["new"].endswith("(work tree)")
@@ -105,7 +105,7 @@ def test_hooks_and_mcp_sources_compare_by_configuration(cli: Cli, repo: Repo) ->
 
 
 def test_bad_input(cli: Cli, repo: Repo, tmp_path: Path) -> None:
-    repo.commit(repo.agent())
+    repo.commit({**repo.agent(), **repo.tools("v1")})
     agent = str(repo.path / "probe.yaml")
     missing = cli("diff", "nope", agent)
     assert missing.exit_code == 2 and "no revision 'nope'" in missing.stderr

@@ -28,7 +28,7 @@ def test_run_from_a_file_url_reference(cli: Cli, repo: Repo, home: Path) -> None
 
 
 def test_a_plain_path_url_and_a_new_commit_fetched_later(cli: Cli, repo: Repo, home: Path) -> None:
-    repo.commit(repo.agent(persona="one"))
+    repo.commit({**repo.agent(persona="one"), **repo.tools("v1")})
     assert "You are one." in cli("render", f"git+{repo.path}#main:probe.yaml").stdout
     second = repo.commit(repo.agent(persona="two"))
     assert "You are two." in cli("render", f"git+{repo.path}#main:probe.yaml").stdout  # a branch is fetched
@@ -38,7 +38,7 @@ def test_a_plain_path_url_and_a_new_commit_fetched_later(cli: Cli, repo: Repo, h
 
 
 def test_a_pinned_commit_already_cached_needs_no_fetch(cli: Cli, repo: Repo, tmp_path: Path) -> None:
-    commit = repo.commit(repo.agent(persona="pinned"))
+    commit = repo.commit({**repo.agent(persona="pinned"), **repo.tools("v1")})
     ref = f"git+file://{repo.path}#{commit}:probe.yaml"
     assert cli("validate", ref).exit_code == 0
     repo.path.rename(tmp_path / "gone")  # the origin disappears: the cache still holds the commit

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import Result
 
 from runner import Agent
+from runner.errors import ConfigError
 from runner.testing import ScriptedServer
 
 from .conftest import Repo
@@ -184,7 +185,7 @@ def test_a_path_that_does_not_exist_at_the_revision(cli: Cli, repo: Repo) -> Non
 
 
 def test_a_shallow_clone_missing_the_revision(cli: Cli, repo: Repo, tmp_path: Path) -> None:
-    repo.commit(repo.agent(persona="old"))
+    repo.commit({**repo.agent(persona="old"), **repo.tools("v1")})
     repo.commit(repo.agent(persona="new"))
     shallow = tmp_path / "shallow"
     Repo(tmp_path).git("clone", "-q", "--depth", "1", f"file://{repo.path}", str(shallow))
@@ -219,7 +220,7 @@ def test_test_batch_and_serve_take_rev(cli: Cli, repo: Repo, tmp_path: Path) -> 
 
 
 def test_the_python_api_loads_a_revision(repo: Repo, home: Path) -> None:
-    repo.commit(repo.agent(description="at head"))
+    repo.commit({**repo.agent(description="at head"), **repo.tools("v1")})
     repo.write(repo.agent(description="in the work tree"))
     assert Agent.from_file(repo.path / "probe.yaml").config.description == "in the work tree"
     assert Agent.from_file(repo.path / "probe.yaml", rev="HEAD").config.description == "at head"
@@ -269,3 +270,16 @@ def test_processes_materializing_the_same_commit_at_once_share_one_tree(repo: Re
         paths = set(pool.map(lambda _: at_revision(repo.path / "probe.yaml", "HEAD"), range(12)))
     assert paths == {home.resolve() / "git" / "trees" / commit / "tree" / "probe.yaml"}
     assert sorted(p.name for p in (home / "git" / "trees").iterdir()) == [commit]
+
+
+def test_a_module_cached_from_another_revision_does_not_stand_in_for_a_missing_one(
+    repo: Repo, home: Path
+) -> None:
+    first = repo.commit({**repo.agent(), **repo.tools("v1")})
+    repo.git("rm", "-q", "probe_tools.py")
+    repo.git("commit", "-q", "-m", "the module goes")
+    assert Agent.from_file(repo.path / "probe.yaml", rev=first).config.name  # imports probe_tools at first
+    with pytest.raises(ConfigError) as caught:  # the same process: probe_tools is still cached
+        Agent.from_file(repo.path / "probe.yaml", rev="HEAD")
+    assert "module 'probe_tools' is not in the repository at revision 'HEAD'" in str(caught.value)
+    assert f"comes from revision {first[:12]}" in str(caught.value)
