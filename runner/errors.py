@@ -149,6 +149,11 @@ class ModelError(RunnerError):
         self.retryable = retryable
         self.retry_after = retry_after  # seconds the server asked to wait (``Retry-After``)
 
+    @property
+    def transient(self) -> bool:
+        """Whether the same request may pass later (429, 5xx, network, timeout)."""
+        return self.retryable or self.status == 429 or (self.status is not None and self.status >= 500)
+
 
 class OutputError(RunnerError):
     """The model's final answer did not match the agent's ``output:`` schema, after every retry."""

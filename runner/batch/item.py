@@ -36,9 +36,7 @@ BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 def is_transient(exc: BaseException) -> bool:
     """Whether a failure may pass when the item runs again (429, 5xx, network, timeout)."""
-    if not isinstance(exc, ModelError):
-        return False
-    return exc.retryable or exc.status == 429 or (exc.status is not None and exc.status >= 500)
+    return isinstance(exc, ModelError) and exc.transient
 
 
 @dataclass

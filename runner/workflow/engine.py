@@ -33,13 +33,15 @@ from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.output import OutputSchema
 from runner.agentfile.workflow import Step, WorkflowConfig
-from runner.errors import ConfigError, RunnerError
+from runner.errors import ConfigError, ModelError, RunnerError
 from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
-from runner.session import RunOptions, Session, open_runtime
+from runner.session import RunOptions, Session
 from runner.session.decisions import LIMIT_REASONS
+from runner.session.events import LoopEvent, UsageUpdate
 from runner.text import one_line
+from runner.workflow.agents import WorkflowAgents
 from runner.workflow.cassette import WorkflowCassette, open_cassette
 from runner.workflow.expressions import Evaluator, plain
 from runner.workflow.record import ResumeState, WorkflowRecord
@@ -61,15 +63,28 @@ class WorkflowResult:
     output: Any = None
     notes: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: ok | error | limit | interrupted
+    status: str = "ok"
+    #: Agent steps run, those reused from a resume included.
+    agent_steps: int = 0
+    #: The run failed only because a step's model failed in a way that may pass (429, 5xx, network).
+    transient: bool = False
+    #: Every agent step finished ``ok`` and its output (what a resume or a retry reuses).
+    finished: dict[str, Any] = field(default_factory=dict)
 
 
 class _Stop(Exception):
     """The workflow stops: a step failed (1), a budget is spent (3), Ctrl+C (130)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.transient = transient
+
+
+class _Restart(Exception):
+    """``--watch`` changed the workflow's steps: run them again from the top, finished steps reused."""
 
 
 @dataclass
@@ -77,6 +92,7 @@ class _Outcome:
     status: str  # ok | error | skipped | limit
     output: Any = None
     error: str | None = None
+    transient: bool = False
 
 
 def _worst(stops: list[_Stop]) -> _Stop:
@@ -100,6 +116,8 @@ class WorkflowEngine:
         configs: dict[str, AgentConfig] | None = None,
         assume_yes: bool = False,
         cassette: WorkflowCassette | None = None,
+        agents: WorkflowAgents | None = None,
+        on_usage: Callable[[Usage], None] | None = None,
     ) -> None:
         self.path = path
         self.workflow = workflow
@@ -107,7 +125,7 @@ class WorkflowEngine:
         self.input = input
         self.variables = dict(variables)
         self.record = record
-        self.done = resume.outputs if resume is not None else {}
+        self.done = dict(resume.outputs) if resume is not None else {}
         self.usage = resume.usage if resume is not None else Usage()
         self.agent_steps = resume.agent_steps if resume is not None else 0
         self.on_event = on_event or (lambda event: None)
@@ -120,31 +138,43 @@ class WorkflowEngine:
         )
         #: Parallel steps and for_each items one at a time, in order (a cassette's calls keep their order).
         self.sequential = self.cassette is not None
+        #: The agents' runtimes: given (shared with other runs, the caller closes it) or this run's own.
+        self._own_agents = agents is None
+        self.agents = agents or WorkflowAgents(
+            self.configs,
+            settings,
+            model_for=self.cassette.model_for if self.cassette is not None else None,
+            clock=self.cassette.clock if self.cassette is not None else None,
+        )
+        #: Called with each model call's usage as its reply arrives (a batch's budget).
+        self.on_usage = on_usage
+        #: Agent steps finished ok in this run or reused: key -> output.
+        self.finished: dict[str, Any] = {}
+        self._pending: WorkflowConfig | None = None  # --watch: new steps, applied at the next top-level step
         self.evaluator = Evaluator(path)
         self.notes: list[str] = []
         self.soft_code = 0
         self.interrupted = False
         self._started = time.monotonic()
-        self._runtimes: dict[str, AgentRuntime] = {}
-        self._runtime_lock = asyncio.Lock()
         self._sessions: set[Session] = set()
 
     # ----------------------------------------------------------------- the whole run
 
     async def run(self) -> WorkflowResult:
         """Run the steps; the result says the exit code (0, 1, 3, 130)."""
-        scope: dict[str, Any] = {"steps": {}}
         output: Any = None
+        transient = False
         try:
-            last = await self._sequence(self.workflow.steps, scope, "")
-            output = self._final_output(scope, last)
+            output = await self._run_steps()
             code = self.soft_code
             status = "ok" if code == 0 else "limit"
         except _Stop as stop:
             code, status = stop.code, {1: "error", 3: "limit", 130: "interrupted"}.get(stop.code, "error")
+            transient = stop.transient
             self.notes.append(stop.message)
         finally:
-            await self._close_runtimes()
+            if self._own_agents:
+                await self.agents.aclose()
             if self.cassette is not None:
                 self.cassette.close()
         if self.cassette is not None and self.cassette.remaining() and code == 0:
@@ -156,7 +186,42 @@ class WorkflowEngine:
             "workflow_end", status=status, exit_code=code, output=output, notes=self.notes, **self._spent()
         )
         self.record.close()
-        return WorkflowResult(self.record.session_id, code, output, self.notes, self.usage)
+        return WorkflowResult(
+            self.record.session_id,
+            code,
+            output,
+            self.notes,
+            self.usage,
+            status=status,
+            agent_steps=self.agent_steps,
+            transient=transient,
+            finished={**self.done, **self.finished},
+        )
+
+    async def _run_steps(self) -> Any:
+        """The steps from the top, again from the top (finished steps reused) when ``--watch``
+        brought new ones; the workflow's output."""
+        while True:
+            scope: dict[str, Any] = {"steps": {}}
+            try:
+                last = await self._sequence(self.workflow.steps, scope, "")
+            except _Restart:
+                self.done.update(self.finished)
+                self.soft_code = 0
+                continue
+            return self._final_output(scope, last)
+
+    async def reload(self, workflow: WorkflowConfig, configs: dict[str, AgentConfig]) -> list[str]:
+        """``--watch``: the agents' new configurations from their next step on (their runtimes are
+        built now; one that cannot open raises and nothing changes) and the workflow's new steps from
+        its next top-level step on. What changed, in words."""
+        changed = await self.agents.reload(configs)
+        self.configs = dict(configs)
+        said = [f"agent {name}" for name in changed]
+        if workflow != self.workflow:
+            self._pending = workflow
+            said.append("the workflow's steps (from its next step; finished steps keep their outputs)")
+        return said
 
     def interrupt(self) -> None:
         """Ctrl+C: every running child session stops its step; nothing new starts."""
@@ -198,6 +263,9 @@ class WorkflowEngine:
     async def _sequence(self, steps: tuple[Step, ...], scope: dict[str, Any], prefix: str) -> Any:
         last: Any = None
         for step in steps:
+            if not prefix and self._pending is not None:
+                self.workflow, self._pending = self._pending, None
+                raise _Restart
             last = (await self._step(step, scope, prefix)).output
         return last
 
@@ -207,12 +275,15 @@ class WorkflowEngine:
         # over its finished sub-steps (all reused), so that their own ids are in ``steps`` again.
         if key in self.done and step.kind == "agent":
             outcome = _Outcome("ok", self.done[key])
-            self.on_event({"type": "step_reused", "key": key, "id": step.id})
+            if key not in self.finished:  # a --watch restart reuses quietly what this run did
+                self.on_event({"type": "step_reused", "key": key, "id": step.id})
         else:
             outcome = await self._fresh(step, key, scope)
+        if step.kind == "agent" and outcome.status == "ok":
+            self.finished[key] = outcome.output
         scope["steps"][step.id] = {"output": outcome.output, "status": outcome.status}
         if outcome.status == "error" and step.on_error == "stop":
-            raise _Stop(1, f"step {key} failed: {outcome.error}")
+            raise _Stop(1, f"step {key} failed: {outcome.error}", transient=outcome.transient)
         return outcome
 
     async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
@@ -348,28 +419,6 @@ class WorkflowEngine:
             lowered["timeout_s"] = max(0.001, limits.timeout_s - (time.monotonic() - self._started))
         return lowered
 
-    async def _runtime(self, name: str) -> AgentRuntime:
-        async with self._runtime_lock:
-            runtime = self._runtimes.get(name)
-            if runtime is None:
-                config = self.configs[name]
-                if self.cassette is not None:
-                    runtime = await open_runtime(
-                        config,
-                        self.settings,
-                        model=self.cassette.model_for(config),
-                        clock=self.cassette.clock,
-                    )
-                else:
-                    runtime = await open_runtime(config, self.settings)
-                self._runtimes[name] = runtime
-            return runtime
-
-    async def _close_runtimes(self) -> None:
-        runtimes, self._runtimes = list(self._runtimes.values()), {}
-        for runtime in runtimes:
-            await runtime.aclose()
-
     def _inputs(self, step: Step, key: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         text = self.input
         if step.input is not None:
@@ -393,31 +442,43 @@ class WorkflowEngine:
             self._end(step, key, outcome, started=started)
             return outcome
         self._start(step, key, input=text)
-        runtime = await self._runtime(step.agent)
-        if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
-            self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
-            raise _Stop(130, f"interrupted before {key} began")
-        options = RunOptions(
-            variables={**self.variables, **values}, assume_yes=self.assume_yes, limits=self._child_limits()
-        )
-        session = Session(runtime, options=options)
-        self._sessions.add(session)
-        try:
-            result = await session.run([text])
-        except RunnerError as exc:
-            outcome = _Outcome("error", error=exc.message)
-        else:
-            outcome = self._agent_outcome(runtime, result)
-        finally:
-            self._sessions.discard(session)
-            await session.close()
-            self.usage = self.usage + session.usage
+        async with self.agents.lease(step.agent) as runtime:
+            if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
+                self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
+                raise _Stop(130, f"interrupted before {key} began")
+            session, outcome = await self._session(runtime, text, values)
         self._end(step, key, outcome, started=started, session=session)
         if outcome.status == "interrupted":
             raise _Stop(130, f"interrupted during {key}")
         if outcome.status == "limit":
             raise _Stop(3, f"{key}: {outcome.error}")
         return outcome
+
+    async def _session(
+        self, runtime: AgentRuntime, text: str, values: dict[str, Any]
+    ) -> tuple[Session, _Outcome]:
+        """One agent step's child session on ``runtime``, run to its end, and what it gave."""
+        options = RunOptions(
+            variables={**self.variables, **values}, assume_yes=self.assume_yes, limits=self._child_limits()
+        )
+        session = Session(runtime, options=options, sink=self._sink)
+        self._sessions.add(session)
+        try:
+            result = await session.run([text])
+        except RunnerError as exc:
+            transient = isinstance(exc, ModelError) and exc.transient
+            outcome = _Outcome("error", error=exc.message, transient=transient)
+        else:
+            outcome = self._agent_outcome(runtime, result)
+        finally:
+            self._sessions.discard(session)
+            await session.close()
+            self.usage = self.usage + session.usage
+        return session, outcome
+
+    def _sink(self, event: LoopEvent) -> None:
+        if self.on_usage is not None and isinstance(event, UsageUpdate):
+            self.on_usage(event.call)
 
     @staticmethod
     def _agent_outcome(runtime: AgentRuntime, result: Any) -> _Outcome:

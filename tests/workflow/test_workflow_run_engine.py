@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import runner.workflow.engine as engine_module
+import runner.workflow.agents as agents_module
 from runner.agentfile.files import load_file
 from runner.agentfile.workflow import build_workflow
 from runner.runtime.runtime import AgentRuntime
@@ -34,11 +34,11 @@ def test_each_team_agent_runtime_opens_once_and_its_steps_share_it(
 ) -> None:
     opened: list[str] = []
     closed: list[str] = []
-    real = engine_module.open_runtime
+    real = agents_module.open_runtime
 
-    async def counting(config: Any, settings: Any) -> Any:
+    async def counting(config: Any, settings: Any, **options: Any) -> Any:
         opened.append(config.name)
-        return await real(config, settings)
+        return await real(config, settings, **options)
 
     real_close = AgentRuntime.aclose
 
@@ -47,7 +47,7 @@ def test_each_team_agent_runtime_opens_once_and_its_steps_share_it(
         await real_close(self)
 
     monkeypatch.setattr(AgentRuntime, "aclose", closing)
-    monkeypatch.setattr(engine_module, "open_runtime", counting)
+    monkeypatch.setattr(agents_module, "open_runtime", counting)
     models = Models({"echo": lambda body: user_text(body), "other": lambda body: "o"})
     with ScriptedServer(models) as server:
         path = team(tmp_path, server.base_url, {"echo": "", "other": ""}, BODY)
