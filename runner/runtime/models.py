@@ -73,10 +73,13 @@ def choose_model(config: AgentConfig, settings: RuntimeSettings, *, warn: Warn |
     model = live_model(resolve_model_config(config, settings), settings)
     if settings.record is None:
         return ModelChoice(model)
+    from runner.agentfile.templates import frozen_clock
     from runner.store.cassette import CassetteWriter
     from runner.store.replay import RecordingModel
 
     record = settings.record
+    # the recording renders now() at the time its header keeps, as its replay will
+    now = _dt.datetime.now().astimezone().replace(microsecond=0)
     writer = CassetteWriter(
         record,
         redact=redact,
@@ -87,11 +90,11 @@ def choose_model(config: AgentConfig, settings: RuntimeSettings, *, warn: Warn |
             "agent_sha256": file_sha256(config.path),
             "git": git_state(config.path),
             "model": model.name,
-            "clock": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "clock": now.isoformat(timespec="seconds"),
             "runner_version": __version__,
         },
     )
-    return ModelChoice(RecordingModel(model, writer))
+    return ModelChoice(RecordingModel(model, writer), frozen_clock(now))
 
 
 def _replaying(

@@ -120,8 +120,13 @@ class WorkflowCassette:
     def _open_record(
         self, workflow: WorkflowConfig, team_path: Path, configs: dict[str, AgentConfig], redact: Redactor
     ) -> None:
+        from runner.agentfile.templates import frozen_clock
         from runner.store.cassette import CassetteWriter
 
+        # The recording renders now() at the time its header keeps, as its replay will (a second
+        # boundary between the header and a step's first prompt would break the replay).
+        now = _dt.datetime.now().astimezone().replace(microsecond=0)
+        self.clock = frozen_clock(now)
         models = {name: _model_id(config, self.settings) for name, config in configs.items()}
         self._writer = CassetteWriter(
             self.path,
@@ -134,7 +139,7 @@ class WorkflowCassette:
                 "agent_sha256": file_sha256(team_path),
                 "git": git_state(team_path),
                 "models": {name: model for name, model in models.items() if model is not None},
-                "clock": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                "clock": now.isoformat(timespec="seconds"),
                 "runner_version": __version__,
             },
         )
