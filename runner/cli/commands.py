@@ -143,7 +143,7 @@ def run_agent(
                     f"{resume.session_id} is a workflow: it resumes on the input it began with",
                     hint=f"runner resume {resume.session_id}",
                 )
-            return resume_workflow(resume, settings, json_output=json_output, yes=yes)
+            return resume_workflow(resume, settings, json_output=json_output, yes=yes, watch=watch)
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
@@ -161,6 +161,7 @@ def run_agent(
                 variables=dict(variables),
                 json_output=json_output,
                 yes=yes,
+                watch=watch,
             )
     config = load_agent(
         path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()

@@ -296,7 +296,10 @@ def run(
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask the model for whole replies.")] = False,
     no_thinking: Annotated[bool, typer.Option("--no-thinking", help="Hide the model's reasoning.")] = False,
     watch: Annotated[
-        bool, typer.Option("--watch", help="Reload the agent's files when they change; the chat goes on.")
+        bool,
+        typer.Option(
+            "--watch", help="Reload the agent's files when they change (a workflow's: between steps)."
+        ),
     ] = False,
     record: Annotated[
         Path | None,

@@ -84,7 +84,26 @@ def _show_output(value: Any, progress: _Progress) -> None:
     sys.stdout.flush()
 
 
-def _drive(engine: Any) -> Any:
+async def _watched_run(engine: Any, progress: _Progress, extra_vars: Iterable[str]) -> Any:
+    """``--watch``: the run, its files reloaded between steps while it goes."""
+    from runner.workflow.watching import watch_workflow
+
+    def report(level: str, text: str) -> None:
+        if progress.json_output:
+            progress.emit({"type": "reload" if level == "info" else "reload_failed", "message": text})
+        else:
+            typer.echo(f"{'note' if level == 'info' else 'error'}: {text}", err=True)
+
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(watch_workflow(engine, stop=stop, report=report, extra_vars=extra_vars))
+    try:
+        return await engine.run()
+    finally:
+        stop.set()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
+def _drive(engine: Any, progress: _Progress, *, watch: bool = False, extra_vars: Iterable[str] = ()) -> Any:
     """Run the engine in an event loop here; Ctrl+C (SIGINT) interrupts it instead of killing it."""
     loop = asyncio.new_event_loop()
     try:
@@ -92,7 +111,8 @@ def _drive(engine: Any) -> Any:
             loop.add_signal_handler(signal.SIGINT, engine.interrupt)
         except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
             pass
-        return loop.run_until_complete(engine.run())
+        main = _watched_run(engine, progress, extra_vars) if watch else engine.run()
+        return loop.run_until_complete(main)
     finally:
         try:
             loop.remove_signal_handler(signal.SIGINT)
@@ -112,6 +132,7 @@ def _execute(
     json_output: bool,
     resume: Transcript | None,
     yes: bool = False,
+    watch: bool = False,
 ) -> int:
     from runner.cli.guard import note_secrets
     from runner.workflow import WorkflowEngine, open_record, resume_state
@@ -157,7 +178,7 @@ def _execute(
         assume_yes=yes,
         cassette=cassette,
     )
-    result = _drive(engine)
+    result = _drive(engine, progress, watch=watch, extra_vars=variables.keys())
     if result.exit_code in (0, 3) and result.output is not None:
         _show_output(result.output, progress)
     for note in result.notes:
@@ -179,6 +200,7 @@ def run_workflow(
     variables: dict[str, Any],
     json_output: bool,
     yes: bool = False,
+    watch: bool = False,
 ) -> int:
     """``runner run team.yaml -p INPUT``: the exit code (0, 1 a step failed, 3 a limit, 130 Ctrl+C)."""
     if not prompts:
@@ -199,11 +221,17 @@ def run_workflow(
         json_output=json_output,
         resume=None,
         yes=yes,
+        watch=watch,
     )
 
 
 def resume_workflow(
-    resume: Transcript, settings: RuntimeSettings, *, json_output: bool, yes: bool = False
+    resume: Transcript,
+    settings: RuntimeSettings,
+    *,
+    json_output: bool,
+    yes: bool = False,
+    watch: bool = False,
 ) -> int:
     """``runner resume ID`` of a workflow transcript: finished steps reused, the rest run."""
     path = Path(str(resume.header.get("agent_path") or ""))
@@ -230,4 +258,5 @@ def resume_workflow(
         json_output=json_output,
         resume=resume,
         yes=yes,
+        watch=watch,
     )

@@ -236,7 +236,10 @@ class WorkflowEngine:
         workflow = self.workflow
         value = last
         if workflow.output is not None:
-            value = self.evaluator.render(workflow.output, self._context(scope), where="workflow output")
+            try:
+                value = self.evaluator.render(workflow.output, self._context(scope), where="workflow output")
+            except ConfigError as exc:  # the data the steps gave does not fit the template
+                raise _Stop(1, f"the workflow's output did not render: {exc.message}") from None
         if workflow.output_schema is not None:
             if isinstance(value, str):
                 try:
