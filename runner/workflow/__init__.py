@@ -3,7 +3,10 @@
 Module map:
 
 - ``engine``: ``WorkflowEngine``: the steps in order (agent, parallel, for_each, loop; when,
-  on_error), one runtime per team agent, the shared budget, Ctrl+C.
+  on_error), the shared budget, Ctrl+C, a reload between steps.
+- ``agents``: ``WorkflowAgents``: one runtime per team agent, built on first use; a caller may
+  share it across runs (``runner serve``, ``runner batch``).
+- ``watching``: ``--watch``: the team file and its agents' files reloaded between steps.
 - ``cassette``: ``--record`` / ``--replay``: one cassette for every agent of the run, in order.
 - ``expressions``: templates and expressions rendered in the agent file's sandbox.
 - ``record``: the workflow's transcript (``step_start`` / ``step_end``) and what a resume reuses.
@@ -11,7 +14,16 @@ Module map:
 
 from __future__ import annotations
 
+from runner.workflow.agents import WorkflowAgents
 from runner.workflow.engine import WorkflowEngine, WorkflowResult
-from runner.workflow.record import WorkflowRecord, open_record, resume_state
+from runner.workflow.record import ResumeState, WorkflowRecord, open_record, resume_state
 
-__all__ = ["WorkflowEngine", "WorkflowRecord", "WorkflowResult", "open_record", "resume_state"]
+__all__ = [
+    "ResumeState",
+    "WorkflowAgents",
+    "WorkflowEngine",
+    "WorkflowRecord",
+    "WorkflowResult",
+    "open_record",
+    "resume_state",
+]

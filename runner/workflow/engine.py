@@ -1,7 +1,8 @@
 """``WorkflowEngine``: a team file's workflow run step by step (SPEC section 19, issue 17).
 
 Steps run in order. An ``agent:`` step is a child ``Session`` (its own transcript) on the agent's
-runtime, opened once per team agent and shared by every step that runs it; ``parallel:`` steps run
+runtime, leased from ``WorkflowAgents`` (opened once per team agent, shared by every step that runs
+it; by every run, when the caller shares the pool); ``parallel:`` steps run
 at once (all finish before the next); ``for_each:`` runs its step per item, ``max_parallel`` in
 flight, outputs collected in order; ``loop:`` repeats its steps until ``until`` holds or
 ``max_iterations`` (then status ``limit``: exit 3 with a note). ``when:`` false skips a step;
