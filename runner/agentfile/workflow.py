@@ -125,7 +125,7 @@ def build_workflow(doc: Document) -> WorkflowConfig | None:
     prefix: PathKey = ("workflow",) if isinstance(value, list) else ("workflow", "steps")
     steps = tuple(_step(entry, (*prefix, i)) for i, entry in enumerate(body["steps"]))
     limits = body.get("limits", {})
-    name = body.get("name") or doc.path.stem.replace(".", "-")
+    name = body.get("name") or doc.data.get("name") or doc.path.stem.replace(".", "-")
     return WorkflowConfig(
         name=str(name),
         steps=steps,

@@ -173,3 +173,26 @@ def test_render_with_agent_still_renders_one_agent(cli: Invoke) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.startswith("# agent: reviewer (team.yaml)\n")
     assert "workflow" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("top", "own", "expected"),
+    [("", "", "team"), ("name: crew\n", "", "crew"), ("name: crew\n", "  name: pipeline\n", "pipeline")],
+)
+def test_the_workflow_is_named_by_its_own_name_else_the_team_files_else_the_file(
+    tmp_path: Path, cli: Invoke, top: str, own: str, expected: str
+) -> None:
+    from runner.agentfile.files import load_file
+    from runner.agentfile.workflow import build_workflow
+
+    path = tmp_path / "team.yaml"
+    path.write_text(
+        f"version: 1\n{top}agents:\n  solo: {{model: openai/gpt-4o-mini}}\n"
+        f"workflow:\n{own}  steps:\n    - {{id: only, agent: solo}}\n",
+        encoding="utf-8",
+    )
+    workflow = build_workflow(load_file(path).document)
+    assert workflow is not None and workflow.name == expected
+    rendered = cli("render", str(path))
+    assert rendered.exit_code == 0, rendered.output
+    assert f"# workflow: {expected} " in rendered.stdout
