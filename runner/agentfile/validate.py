@@ -141,8 +141,6 @@ def _misplaced(key: str, path: PathKey, mapping: Any) -> str | None:
     """Why a key that is valid elsewhere in a team file is not valid here."""
     if key == "version" and len(path) == 2 and path[0] == "agents":
         return "a team file has one `version`, at its top, not one per agent"
-    if key == "name" and path == () and isinstance(mapping, dict) and "agents" in mapping:
-        return "the agents of a team file are named by their keys under `agents`"
     return None
 
 

@@ -259,8 +259,9 @@ def test_limits_are_all_in_the_typed_model() -> None:
         _with(MINIMAL, prompts={"status": "Step {{ step }}", "system": {"file": "s.md"}}),
         _with(MINIMAL, tools=[], hooks={}, limits={}, tests=[], vars={}),
         _with(MINIMAL, limits={"max_tokens": 1000, "max_cost_usd": None, "timeout_s": None}),
+        _with(TEAM, name="crew"),
     ],
-    ids=["minimal", "full", "team", "model-string", "templates", "empty", "limits"],
+    ids=["minimal", "full", "team", "model-string", "templates", "empty", "limits", "team-named"],
 )
 def test_valid_documents(doc: Doc) -> None:
     assert list(_validator().iter_errors(doc)) == []
@@ -472,7 +473,7 @@ INVALID: list[tuple[str, Doc, Path, str, Path]] = [
         (),
     ),
     ("team-no-version", {"agents": {"lead": {}}}, (), "required", ()),
-    ("team-with-name", {"version": 1, "name": "t", "agents": {"lead": {}}}, (), "additionalProperties", ()),
+    ("team-with-bad-name", {"version": 1, "name": "T T", "agents": {"lead": {}}}, ("name",), "pattern", ()),
 ]
 
 
