@@ -32,6 +32,12 @@ def batch(
     address: Annotated[
         str | None, typer.Option("--address", metavar="ADDR", help="The Ray cluster to connect to.")
     ] = None,
+    agent_name: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Run this agent of a team file per item, not its workflow."
+        ),
+    ] = None,
     var: VarOption = None,
     max_cost_usd: Annotated[
         float | None, typer.Option("--max-cost-usd", metavar="X", help="Start no item once the batch cost X.")
@@ -63,7 +69,7 @@ def batch(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     rev: RevOption = None,
 ) -> None:
-    """Run an agent over many inputs, concurrently, resumable: one result line per item.
+    """Run an agent, or a team file's workflow, over many inputs, resumable: one result line per item.
 
     Exit 0 all ok, 1 some failed, 3 a budget stopped it, 130 Ctrl+C (rerun the same command to resume).
 
@@ -87,6 +93,7 @@ def batch(
             limit=limit,
         ),
         variables=parse_vars(var),
+        agent_name=agent_name,
         backend=backend,
         address=address,
         ordered=not unordered,
