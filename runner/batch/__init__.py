@@ -94,9 +94,10 @@ async def run_batch(
         raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     from runner.batch.workflow_item import team_workflow
 
+    path = None if isinstance(agent, AgentConfig) else Path(agent)
     workflow = None
-    if not isinstance(agent, AgentConfig) and agent_name is None and load_file(Path(agent)).is_team:
-        workflow = team_workflow(Path(agent), extra_vars=list(vars or ()))
+    if path is not None and agent_name is None and load_file(path).is_team:
+        workflow = team_workflow(path, extra_vars=list(vars or ()))
     if workflow is not None and backend == "ray":
         raise ConfigError(
             f"{agent} has a workflow: a batch of workflows runs on the local backend, not on Ray",
@@ -119,18 +120,17 @@ async def run_batch(
         "ordered": ordered,
         "assume_yes": yes,
     }
-    if workflow is not None:
+    if workflow is not None and path is not None:
         from runner.batch.workflow_batch import WorkflowBatch
 
-        batch: Batch = WorkflowBatch(Path(agent), workflow, as_items(inputs), **options)
+        batch: Batch = WorkflowBatch(path, workflow, as_items(inputs), **options)
         async for result in batch.results():
             yield result
         return
-    config = (
-        agent
-        if isinstance(agent, AgentConfig)
-        else load_agent(Path(agent), agent=agent_name, extra_vars=list(vars or ()))
-    )
+    if isinstance(agent, AgentConfig):
+        config = agent
+    else:
+        config = load_agent(Path(agent), agent=agent_name, extra_vars=list(vars or ()))
     kind: type[Batch] = Batch
     extra: dict[str, Any] = {}
     if backend == "ray":

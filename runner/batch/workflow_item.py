@@ -126,7 +126,9 @@ class WorkflowItemRunner:
         self, item: BatchItem, attempt: int, previous: tuple[WorkflowRecord, WorkflowResult] | None
     ) -> tuple[ItemResult, tuple[WorkflowRecord, WorkflowResult] | None]:
         if self._interrupted:
-            failed = self._result(item, status="error", error="interrupted before it started", attempts=attempt)
+            failed = self._result(
+                item, status="error", error="interrupted before it started", attempts=attempt
+            )
             failed.interrupted = True
             return failed, previous
         variables = {**self.variables, **item.vars}
@@ -136,7 +138,9 @@ class WorkflowItemRunner:
             resume = None
             if previous is not None:
                 done = previous[1]
-                resume = ResumeState(outputs=dict(done.finished), usage=done.usage, agent_steps=len(done.finished))
+                resume = ResumeState(
+                    outputs=dict(done.finished), usage=done.usage, agent_steps=len(done.finished)
+                )
             engine = WorkflowEngine(
                 self.path,
                 self.workflow,
@@ -161,7 +165,9 @@ class WorkflowItemRunner:
             return self._failed(item, record, attempt, str(exc)), previous
         except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on
             log.exception("batch item %s failed", item.id)
-            return self._failed(item, record, attempt, f"internal error: {type(exc).__name__}: {exc}"), previous
+            return self._failed(
+                item, record, attempt, f"internal error: {type(exc).__name__}: {exc}"
+            ), previous
         return self._finished(item, run, attempt), (record, run)
 
     def _record(
@@ -213,7 +219,9 @@ class WorkflowItemRunner:
         result.interrupted = interrupted
         return result
 
-    def _failed(self, item: BatchItem, record: WorkflowRecord | None, attempt: int, message: str) -> ItemResult:
+    def _failed(
+        self, item: BatchItem, record: WorkflowRecord | None, attempt: int, message: str
+    ) -> ItemResult:
         if record is not None:
             record.close()
         result = self._result(
