@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,16 @@ PLANNER = """output:
   properties:
     tasks: {type: array, items: {type: string}}
 """
+
+
+def _wait_for_lines(path: Path, count: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if sum(line.endswith("}") for line in text.splitlines()) >= count:  # whole lines only
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never had {count} lines")
 
 
 def _models(**overrides: Any) -> Models:
@@ -274,4 +286,46 @@ def test_bad_agent_options_are_refused_before_anything_runs(cli: Cli, tmp_path: 
     assert "--agent NAME" in ray.stderr
     for result in (unknown, lone, ray):
         assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out.jsonl").exists() and not cli.transcripts()
+
+
+def test_ctrl_c_interrupts_the_running_workflows_writes_none_of_them_and_a_rerun_completes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    models = _models()
+    models.delay_s = 0.3
+    items = [f"item {n}" for n in range(10)]
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(models) as server:
+        path = _team(tmp_path, server)
+        inputs = write_inputs(tmp_path / "in.jsonl", items)
+        args = ["batch", str(path), str(inputs), "-o", str(out), "-c", "3", "--var", "tone=t"]
+        process = cli.popen(*args)
+        _wait_for_lines(out, 1)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 130, stderr
+        assert "batch interrupted" in stderr and "Traceback" not in stderr
+        done = read_out(out)
+        assert 1 <= len(done) < 10 and {line["status"] for line in done} == {"ok"}
+        written = {line["session_id"] for line in done}
+        workflows = [p for p in cli.transcripts() if "workflow" in read_transcript(p).header]
+        stopped = [p for p in workflows if p.stem not in written]
+        assert stopped  # the workflows that were running: transcripts whole, ended "interrupted"
+        for record in stopped:
+            assert events(record, "workflow_end")[-1]["status"] == "interrupted"
+        again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    lines = read_out(out)
+    assert [line["answer"] for line in lines] == [f"S(two F(one {item}) t)" for item in items]
+
+
+def test_a_workflow_that_validate_refuses_never_starts(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_text('"x"\n', encoding="utf-8")
+    broken = TWO_STEPS.replace("steps.one.output", "steps.on.output")
+    path = team(tmp_path, "http://127.0.0.1:9/v1", {"first": "", "second": ""}, broken)
+    result = cli("batch", str(path), "in.jsonl", "-o", "out.jsonl")
+    assert (
+        result.returncode == 2 and "no step 'on'" in result.stderr and "did you mean 'one'" in result.stderr
+    )
     assert not (tmp_path / "out.jsonl").exists() and not cli.transcripts()
