@@ -136,7 +136,7 @@ async def run_batch(
     if backend == "ray":
         from runner.batch.ray_backend import RayBatch
 
-        kind, extra = RayBatch, {"address": address}
+        kind, extra = RayBatch, {"address": address, "agent_name": agent_name}
     batch = kind(config, as_items(inputs), **options, **extra)
     async for result in batch.results():
         yield result

@@ -75,7 +75,9 @@ def _batch_class(command: BatchCommand) -> type[Batch]:
 
 
 def _backend_options(command: BatchCommand) -> dict[str, Any]:
-    return {"address": command.address} if command.backend == "ray" else {}
+    if command.backend != "ray":
+        return {}
+    return {"address": command.address, "agent_name": command.agent_name}
 
 
 def _open_inputs(ref: str, stack: ExitStack) -> tuple[Path, str]:
