@@ -15,7 +15,14 @@ __all__ = ["batch"]
 @app.command()
 @handles_errors
 def batch(
-    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
+    agent: Annotated[
+        str,
+        typer.Argument(
+            click_type=TEXT_ARG,
+            metavar="AGENT",
+            help="Agent file or name; a team file with a workflow: runs the workflow per item.",
+        ),
+    ],
     inputs: Annotated[
         str,
         typer.Argument(
