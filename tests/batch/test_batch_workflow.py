@@ -10,7 +10,7 @@ from typing import Any
 
 from runner.store.transcript import read_transcript
 from runner.testing import ScriptedServer
-from tests.batch.helpers import make_agent, read_out, write_inputs
+from tests.batch.helpers import Raw, make_agent, read_out, write_inputs
 from tests.cli_run.conftest import Cli
 from tests.workflow.helpers import Models, events, team, user_text
 
@@ -114,11 +114,13 @@ def test_a_step_failing_in_one_item_makes_that_line_an_error_and_the_others_go_o
     models = _models(second=second)
     with ScriptedServer(models) as server:
         path = _team(tmp_path, server)
-        inputs = write_inputs(tmp_path / "in.jsonl", ["a", "bad", "c"])
+        inputs = write_inputs(tmp_path / "in.jsonl", ["a", "bad", Raw("{nope"), "c"])
         done = cli("batch", str(path), str(inputs), "-o", "out.jsonl", "--var", "tone=t")
     assert done.returncode == 1, done.stderr
     lines = read_out(tmp_path / "out.jsonl")
-    assert [line["status"] for line in lines] == ["ok", "error", "ok"]
+    assert [line["status"] for line in lines] == ["ok", "error", "error", "ok"]
+    assert lines[2]["error"].startswith("input line 3: not JSON") and lines[2]["attempts"] == 0
+    assert models.calls == {"first": 3, "second": 3}  # the malformed line ran no step
     bad = lines[1]
     assert bad["error"].startswith("step two failed:") and "refuses" in bad["error"]
     assert bad["transient"] is False and bad["answer"] == "" and bad["steps"] == 2
@@ -127,7 +129,7 @@ def test_a_step_failing_in_one_item_makes_that_line_an_error_and_the_others_go_o
         for e in events(cli.home / "sessions" / f"{bad['session_id']}.jsonl", "step_end")
     }
     assert ends == {"one": "ok", "two": "error"}
-    assert "1 failed" in done.stderr and "Traceback" not in done.stderr
+    assert "2 failed" in done.stderr and "Traceback" not in done.stderr
 
 
 LOOP = """workflow:
@@ -329,3 +331,23 @@ def test_a_workflow_that_validate_refuses_never_starts(cli: Cli, tmp_path: Path)
         result.returncode == 2 and "no step 'on'" in result.stderr and "did you mean 'one'" in result.stderr
     )
     assert not (tmp_path / "out.jsonl").exists() and not cli.transcripts()
+
+
+def test_every_team_agents_secrets_are_masked_in_the_lines(cli: Cli, tmp_path: Path) -> None:
+    secret = "sk-team-second-0123456789"
+    models = _models(second=lambda body: f"the key is {secret}")
+    with ScriptedServer(models) as server:
+        path = tmp_path / "team.yaml"
+        path.write_text(
+            "version: 1\nagents:\n"
+            f"  first:\n    model: {{id: openai/first, api_base: '{server.base_url}', retries: 0}}\n"
+            f"  second:\n    model: {{id: openai/second, api_base: '{server.base_url}', retries: 0,"
+            " api_key: '${SECOND_API_KEY}'}\n" + TWO_STEPS.replace(" {{ vars.tone }}", ""),
+            encoding="utf-8",
+        )
+        inputs = write_inputs(tmp_path / "in.jsonl", ["a"])
+        done = cli("batch", str(path), str(inputs), "-o", "out.jsonl", extra_env={"SECOND_API_KEY": secret})
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+    assert secret not in text and read_out(tmp_path / "out.jsonl")[0]["answer"] == "the key is ***"
+    assert not any(secret in p.read_text(encoding="utf-8") for p in cli.transcripts())
