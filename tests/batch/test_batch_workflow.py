@@ -351,3 +351,32 @@ def test_every_team_agents_secrets_are_masked_in_the_lines(cli: Cli, tmp_path: P
     text = (tmp_path / "out.jsonl").read_text(encoding="utf-8")
     assert secret not in text and read_out(tmp_path / "out.jsonl")[0]["answer"] == "the key is ***"
     assert not any(secret in p.read_text(encoding="utf-8") for p in cli.transcripts())
+
+
+def test_max_cost_usd_counts_every_step_of_every_item_and_starts_no_new_workflow(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # models with a price in litellm's bundled map: each step's call has a cost
+    models = Models({"gpt-4o-mini": lambda body: "mini", "gpt-4o": lambda body: "big"})
+    with ScriptedServer(models) as server:
+        path = tmp_path / "team.yaml"
+        path.write_text(
+            "version: 1\nagents:\n"
+            f"  first:\n    model: {{id: openai/gpt-4o-mini, api_base: '{server.base_url}', retries: 0}}\n"
+            f"  second:\n    model: {{id: openai/gpt-4o, api_base: '{server.base_url}', retries: 0}}\n"
+            + TWO_STEPS.replace(" {{ vars.tone }}", ""),
+            encoding="utf-8",
+        )
+        one = write_inputs(tmp_path / "one.jsonl", ["first"])
+        assert cli("batch", str(path), str(one), "-o", "measured.jsonl").returncode == 0
+        (line,) = read_out(tmp_path / "measured.jsonl")
+        cost = line["cost_usd"]
+        assert cost and line["usage"]["cost_usd"] == cost  # both steps' costs, summed
+        models.calls.clear()
+        inputs = write_inputs(tmp_path / "in.jsonl", [f"n{n}" for n in range(5)])
+        budget = f"{cost * 1.5:.10f}"  # the second workflow starts under it, a third would not
+        done = cli("batch", str(path), str(inputs), "-o", "out.jsonl", "-c", "1", "--max-cost-usd", budget)
+    assert done.returncode == 3, done.stderr
+    assert [line["id"] for line in read_out(tmp_path / "out.jsonl")] == [1, 2]
+    assert models.calls == {"gpt-4o-mini": 2, "gpt-4o": 2}
+    assert "batch stopped: the batch cost $" in done.stderr and "3 items not started" in done.stderr
