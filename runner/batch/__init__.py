@@ -10,6 +10,8 @@ Module map:
 - ``budget``: ``BatchBudget`` (``max_cost_usd`` / ``max_tokens`` across the batch).
 - ``outfile``: the output file: resuming (what is done, what is refused), appending, putting it in order.
 - ``record``: ``ItemResult``, one line of the output file.
+- ``workflow_item`` / ``workflow_batch``: a team file's workflow per item (``WorkflowItemRunner``,
+  ``WorkflowBatch``): one pool of agents for the batch, one workflow engine per item.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.agentfile import load_agent
+from runner.agentfile import load_agent, load_file
 from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch, BatchLimits, BatchStats
 from runner.batch.inputs import BatchItem, DuplicateIds, check_unique, item_key, item_of, parse_lines
 from runner.batch.item import ItemRunner
 from runner.batch.limiter import LimitedModel, RateLimiter
 from runner.batch.record import ItemResult
+from runner.errors import ConfigError
 from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 
@@ -75,6 +78,7 @@ async def run_batch(
     model: Model | None = None,
     backend: str = "local",
     address: str | None = None,
+    agent_name: str | None = None,
 ) -> AsyncIterator[ItemResult]:
     """Run ``agent`` (a file or a loaded ``AgentConfig``) on each of ``inputs``; yield each result.
 
@@ -82,10 +86,23 @@ async def run_batch(
     input order unless ``ordered=False``. ``settings`` default to no transcripts (as ``runner.Agent``);
     ``model`` replaces the file's (a ``ScriptedModel`` in tests). ``backend="ray"`` runs the items
     on Ray actors: on the cluster at ``address`` (or the caller's ``ray.init``), else a local Ray.
+
+    A team file with a ``workflow:`` runs its workflow per item (local backend only; ``model`` then
+    answers for every agent); ``agent_name`` runs that team agent per item instead.
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
-    config = agent if isinstance(agent, AgentConfig) else load_agent(Path(agent), extra_vars=list(vars or ()))
+    from runner.batch.workflow_item import team_workflow
+
+    path = None if isinstance(agent, AgentConfig) else Path(agent)
+    workflow = None
+    if path is not None and agent_name is None and load_file(path).is_team:
+        workflow = team_workflow(path, extra_vars=list(vars or ()))
+    if workflow is not None and backend == "ray":
+        raise ConfigError(
+            f"{agent} has a workflow: a batch of workflows runs on the local backend, not on Ray",
+            hint="backend='local', or agent_name=NAME to run one of its agents on Ray",
+        )
     limits = BatchLimits(
         concurrency=concurrency,
         max_cost_usd=max_cost_usd,
@@ -95,22 +112,31 @@ async def run_batch(
         retries=retries,
         limit=limit,
     )
+    options: dict[str, Any] = {
+        "settings": settings or RuntimeSettings(write_transcript=False),
+        "model": model,
+        "variables": vars,
+        "limits": limits,
+        "ordered": ordered,
+        "assume_yes": yes,
+    }
+    if workflow is not None and path is not None:
+        from runner.batch.workflow_batch import WorkflowBatch
+
+        batch: Batch = WorkflowBatch(path, workflow, as_items(inputs), **options)
+        async for result in batch.results():
+            yield result
+        return
+    if isinstance(agent, AgentConfig):
+        config = agent
+    else:
+        config = load_agent(Path(agent), agent=agent_name, extra_vars=list(vars or ()))
     kind: type[Batch] = Batch
     extra: dict[str, Any] = {}
     if backend == "ray":
         from runner.batch.ray_backend import RayBatch
 
-        kind, extra = RayBatch, {"address": address}
-    batch = kind(
-        config,
-        as_items(inputs),
-        settings=settings or RuntimeSettings(write_transcript=False),
-        model=model,
-        variables=vars,
-        limits=limits,
-        ordered=ordered,
-        assume_yes=yes,
-        **extra,
-    )
+        kind, extra = RayBatch, {"address": address, "agent_name": agent_name}
+    batch = kind(config, as_items(inputs), **options, **extra)
     async for result in batch.results():
         yield result

@@ -68,6 +68,7 @@ class ItemActor:
         self,
         agent: str,
         *,
+        agent_name: str | None = None,
         settings: RuntimeSettings,
         variables: Mapping[str, Any],
         retries: int,
@@ -79,6 +80,8 @@ class ItemActor:
     ) -> None:
         self.agent = agent
         """The agent file, relative to the job's working_dir (this worker's current folder)."""
+        self.agent_name = agent_name
+        """The team agent to run (``--agent``); None: the file's first or only agent."""
         self.settings = settings
         self.variables = dict(variables)
         self.retries = retries
@@ -101,7 +104,9 @@ class ItemActor:
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:
             if self._runner is None:
-                config = load_agent(Path(self.agent).resolve(), extra_vars=self.variables.keys())
+                config = load_agent(
+                    Path(self.agent).resolve(), agent=self.agent_name, extra_vars=self.variables.keys()
+                )
                 limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
                 model = batch_model(
                     config, self.settings, concurrency=self.in_flight, given=self.model, limiter=limiter

@@ -145,13 +145,16 @@ class _Seen(Mapping[str, str]):
         return len(self.env)
 
 
-def referenced_env(config: AgentConfig, extra_vars: Iterable[str] = ()) -> dict[str, str]:
+def referenced_env(
+    config: AgentConfig, extra_vars: Iterable[str] = (), *, agent_name: str | None = None
+) -> dict[str, str]:
     """The environment variables the agent file (and its extends chain) reads, with their values:
-    only those, never the whole environment (it holds secrets the agent does not use)."""
+    only those, never the whole environment (it holds secrets the agent does not use).
+    ``agent_name``: the team agent the batch runs (None: the file's first or only agent)."""
     from runner.agentfile import load_agent
 
     seen = _Seen(os.environ)
-    load_agent(config.path, env=seen, extra_vars=extra_vars)
+    load_agent(config.path, agent=agent_name, env=seen, extra_vars=extra_vars)
     return {name: os.environ[name] for name in sorted(seen.names) if name in os.environ}
 
 
@@ -159,10 +162,18 @@ class RayBatch(Batch):
     """A ``Batch`` whose items run on Ray actors; ``address`` None: a local Ray, stopped at the end."""
 
     def __init__(
-        self, config: AgentConfig, items: Iterable[BatchItem], *, address: str | None = None, **kwargs: Any
+        self,
+        config: AgentConfig,
+        items: Iterable[BatchItem],
+        *,
+        address: str | None = None,
+        agent_name: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(config, items, **kwargs)
         self.address = address
+        self.agent_name = agent_name
+        """The team agent the actors load from the shipped file (``--agent``; None: its first or only)."""
         self.agent_sha256 = self.agent_sha256 or file_sha256(config.path)
         self.actors = 0
         self.per_actor = 0
@@ -195,7 +206,7 @@ class RayBatch(Batch):
         runtime_env = {
             "working_dir": str(root),
             "excludes": EXCLUDES,
-            "env_vars": referenced_env(self.config, self.variables.keys()),
+            "env_vars": referenced_env(self.config, self.variables.keys(), agent_name=self.agent_name),
         }
         # ray.init took the job's runtime_env; the caller's own Ray session keeps its job's
         # working_dir, and the actors get the variables
@@ -219,6 +230,7 @@ class RayBatch(Batch):
             self._pool.append(
                 remote.remote(
                     agent,
+                    agent_name=self.agent_name,
                     settings=self.settings,
                     variables=self.variables,
                     retries=self.limits.retries,

@@ -15,7 +15,14 @@ __all__ = ["batch"]
 @app.command()
 @handles_errors
 def batch(
-    agent: Annotated[str, typer.Argument(click_type=TEXT_ARG, metavar="AGENT", help="Agent file or name.")],
+    agent: Annotated[
+        str,
+        typer.Argument(
+            click_type=TEXT_ARG,
+            metavar="AGENT",
+            help="Agent file or name; a team file with a workflow: runs the workflow per item.",
+        ),
+    ],
     inputs: Annotated[
         str,
         typer.Argument(
@@ -31,6 +38,12 @@ def batch(
     ] = "local",
     address: Annotated[
         str | None, typer.Option("--address", metavar="ADDR", help="The Ray cluster to connect to.")
+    ] = None,
+    agent_name: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Run this agent of a team file per item, not its workflow."
+        ),
     ] = None,
     var: VarOption = None,
     max_cost_usd: Annotated[
@@ -63,7 +76,7 @@ def batch(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     rev: RevOption = None,
 ) -> None:
-    """Run an agent over many inputs, concurrently, resumable: one result line per item.
+    """Run an agent, or a team file's workflow, over many inputs, resumable: one result line per item.
 
     Exit 0 all ok, 1 some failed, 3 a budget stopped it, 130 Ctrl+C (rerun the same command to resume).
 
@@ -87,6 +100,7 @@ def batch(
             limit=limit,
         ),
         variables=parse_vars(var),
+        agent_name=agent_name,
         backend=backend,
         address=address,
         ordered=not unordered,
