@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,13 @@ from runner.agentfile.workflow import WorkflowConfig
 from runner.batch.inputs import BatchItem
 from runner.batch.item import BACKOFF_S
 from runner.batch.record import ItemResult, Status
-from runner.errors import ConfigErrors, RunnerError
+from runner.errors import RunnerError
 from runner.models.base import Usage
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import read_transcript, sessions_dir
 from runner.workflow.agents import WorkflowAgents
 from runner.workflow.engine import WorkflowEngine, WorkflowResult
+from runner.workflow.loading import team_workflow
 from runner.workflow.record import ResumeState, WorkflowRecord, open_record
 
 __all__ = ["WorkflowItemRunner", "answer_text", "team_workflow"]
@@ -42,19 +43,6 @@ log = logging.getLogger("runner.batch")
 #: A workflow's exit code as the status of its line (130, Ctrl+C, is never written).
 _STATUS: dict[int, Status] = {0: "ok", 1: "error", 3: "limit"}
 _REASON = {"ok": "done", "error": "error", "limit": "limit"}
-
-
-def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConfig | None:
-    """The workflow of the team file at ``path`` with every check ``runner validate`` makes (its
-    problems: ``ConfigErrors``); None when the file is not a team file or has no ``workflow:``."""
-    from runner.agentfile.files import inspect_file
-    from runner.agentfile.workflow import build_workflow
-
-    loaded, errors = inspect_file(path, extra_vars=extra_vars)
-    if errors:
-        raise ConfigErrors(errors)
-    assert loaded is not None
-    return build_workflow(loaded.document) if loaded.is_team else None
 
 
 def answer_text(value: Any) -> str:

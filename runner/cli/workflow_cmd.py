@@ -19,25 +19,12 @@ from typing import Any
 import typer
 
 from runner.agentfile.workflow import WorkflowConfig
-from runner.errors import ConfigError, ConfigErrors
+from runner.errors import ConfigError
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import Transcript
+from runner.workflow.loading import team_workflow
 
 __all__ = ["resume_workflow", "run_workflow", "team_workflow"]
-
-
-def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConfig | None:
-    """The workflow of the team file at ``path`` (None: not a team file, or one without a workflow),
-    with every check ``runner validate`` makes: a workflow whose references ``validate`` refuses
-    never starts (``ConfigErrors``, exit 2)."""
-    from runner.agentfile.files import inspect_file
-    from runner.agentfile.workflow import build_workflow
-
-    loaded, errors = inspect_file(path, extra_vars=extra_vars)
-    if errors:
-        raise ConfigErrors(errors)
-    assert loaded is not None
-    return build_workflow(loaded.document) if loaded.is_team else None
 
 
 def _money(cost: float | None) -> str:

@@ -35,15 +35,10 @@ def load_workflow(
 ) -> tuple[WorkflowConfig, dict[str, AgentConfig]]:
     """The team file's workflow and its agents' configurations, with every check ``validate`` makes
     (``ConfigErrors`` when it has errors; ``ConfigError`` when it has no workflow any more)."""
-    from runner.agentfile.files import inspect_file
-    from runner.agentfile.workflow import build_workflow
     from runner.workflow.engine import load_configs
+    from runner.workflow.loading import team_workflow
 
-    loaded, errors = inspect_file(path, extra_vars=extra_vars)
-    if errors:
-        raise ConfigErrors(errors)
-    assert loaded is not None
-    workflow = build_workflow(loaded.document) if loaded.is_team else None
+    workflow = team_workflow(path, extra_vars=extra_vars)
     if workflow is None:
         raise ConfigError("the file has no workflow: any more", file=str(path))
     return workflow, load_configs(path, workflow)
