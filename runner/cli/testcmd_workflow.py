@@ -96,7 +96,9 @@ async def run_workflow_case(
         else:
             failures.extend(f"the workflow: {note}" for note in result.notes if "were not used" in note)
             text, structured = _answer(result.output)
-            failures.extend(check_expectations(case, text, [], engine.agent_steps, structured=structured))
+            failures.extend(
+                check_expectations(case, text, [], engine.budget.agent_steps, structured=structured)
+            )
     if update:
         _keep_recording(recording, case.cassette, outcome)
     return outcome

@@ -513,6 +513,11 @@ class Session:
 
     # ----------------------------------------------------------------- reporting
 
+    def lower_limits(self, lower: Mapping[str, Any]) -> None:
+        """Lower this session's limits now (a budget it shares with others was spent meanwhile);
+        the next step's check applies them."""
+        self.limits = self.budget.limits = lowered_limits(self.limits, lower)
+
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage (the session's, a selector's, a sub-agent's) and report it."""
         unpriced = self.budget.add(usage)

@@ -8,11 +8,10 @@ flight, outputs collected in order; ``loop:`` repeats its steps until ``until`` 
 ``max_iterations`` (then status ``limit``: exit 3 with a note). ``when:`` false skips a step;
 ``on_error: stop`` ends the workflow (exit 1), ``continue`` records status ``error`` and goes on.
 
-The workflow's ``limits`` are one budget for every agent it runs: before an agent step starts the
-budget is checked, and once it is spent nothing new starts (exit 3); each child session's own limits
-are lowered to what is left. ``interrupt`` (Ctrl+C) interrupts every running child session (each
-ends its turn cleanly) and starts nothing new (exit 130). Every step's start and end is recorded,
-so ``resume`` skips what finished.
+The workflow's ``limits`` are one budget for every agent it runs (``WorkflowBudget``): once it is
+spent nothing new starts (exit 3), and steps running at once share what is left. ``interrupt``
+(Ctrl+C) interrupts every running child session (each ends its turn cleanly) and starts nothing new
+(exit 130). Every step's start and end is recorded, so ``resume`` skips what finished.
 
 Under ``--record`` / ``--replay`` every agent's model calls go to one cassette
 (``runner.workflow.cassette``), and ``parallel`` steps and ``for_each`` items run one after another
@@ -30,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.output import OutputSchema
 from runner.agentfile.workflow import Step, WorkflowConfig
@@ -43,11 +41,13 @@ from runner.session.decisions import LIMIT_REASONS
 from runner.session.events import LoopEvent, UsageUpdate
 from runner.text import one_line
 from runner.workflow.agents import WorkflowAgents
+from runner.workflow.budget import WorkflowBudget
 from runner.workflow.cassette import WorkflowCassette, open_cassette
 from runner.workflow.expressions import Evaluator, plain
+from runner.workflow.loading import load_configs
 from runner.workflow.record import ResumeState, WorkflowRecord
 
-__all__ = ["WorkflowEngine", "WorkflowResult"]
+__all__ = ["WorkflowEngine", "WorkflowResult", "load_configs"]
 
 #: ``loop:`` without ``max_iterations`` (``runner validate`` refuses it; a safety net).
 DEFAULT_MAX_ITERATIONS = 10
@@ -127,8 +127,12 @@ class WorkflowEngine:
         self.variables = dict(variables)
         self.record = record
         self.done = dict(resume.outputs) if resume is not None else {}
-        self.usage = resume.usage if resume is not None else Usage()
-        self.agent_steps = resume.agent_steps if resume is not None else 0
+        #: The workflow's limits against what its steps spent (a resumed run's included).
+        self.budget = WorkflowBudget(
+            workflow.limits,
+            usage=resume.usage if resume is not None else None,
+            agent_steps=resume.agent_steps if resume is not None else 0,
+        )
         self.on_event = on_event or (lambda event: None)
         #: ``--yes``: tools that ask for confirmation run (else they are declined: nobody is asked).
         self.assume_yes = assume_yes
@@ -156,7 +160,6 @@ class WorkflowEngine:
         self.notes: list[str] = []
         self.soft_code = 0
         self.interrupted = False
-        self._started = time.monotonic()
         self._sessions: set[Session] = set()
 
     # ----------------------------------------------------------------- the whole run
@@ -192,9 +195,9 @@ class WorkflowEngine:
             code,
             output,
             self.notes,
-            self.usage,
+            self.budget.usage,
             status=status,
-            agent_steps=self.agent_steps,
+            agent_steps=self.budget.agent_steps,
             transient=transient,
             finished={**self.done, **self.finished},
         )
@@ -231,7 +234,8 @@ class WorkflowEngine:
             session.interrupt()
 
     def _spent(self) -> dict[str, Any]:
-        return {"tokens": self.usage.total_tokens, "cost_usd": self.usage.cost_usd}
+        usage = self.budget.usage
+        return {"tokens": usage.total_tokens, "cost_usd": usage.cost_usd}
 
     def _final_output(self, scope: dict[str, Any], last: Any) -> Any:
         workflow = self.workflow
@@ -269,6 +273,7 @@ class WorkflowEngine:
         for step in steps:
             if not prefix and self._pending is not None:
                 self.workflow, self._pending = self._pending, None
+                self.budget.limits = self.workflow.limits
                 raise _Restart
             last = (await self._step(step, scope, prefix)).output
         return last
@@ -393,35 +398,9 @@ class WorkflowEngine:
         """Refuse to start ``key`` after Ctrl+C or once the workflow's budget is spent."""
         if self.interrupted:
             raise _Stop(130, "interrupted")
-        limits = self.workflow.limits
-        spent = None
-        if limits.max_tokens is not None and self.usage.total_tokens >= limits.max_tokens:
-            spent = (
-                f"the workflow used {self.usage.total_tokens} tokens (limits.max_tokens {limits.max_tokens})"
-            )
-        elif limits.max_cost_usd is not None and (self.usage.cost_usd or 0.0) >= limits.max_cost_usd:
-            spent = (
-                f"the workflow spent ${self.usage.cost_usd:.4f} (limits.max_cost_usd {limits.max_cost_usd:g})"
-            )
-        elif limits.timeout_s is not None and time.monotonic() - self._started >= limits.timeout_s:
-            spent = f"the workflow ran {limits.timeout_s:g} s (limits.timeout_s)"
-        elif limits.max_steps is not None and self.agent_steps >= limits.max_steps:
-            spent = f"the workflow ran {self.agent_steps} agent steps (limits.max_steps)"
+        spent = self.budget.refuse()
         if spent is not None:
             raise _Stop(3, f"{spent}: {key} and the steps after it did not start")
-        self.agent_steps += 1
-
-    def _child_limits(self) -> dict[str, Any]:
-        """The child session's limits: what the workflow's budget has left."""
-        limits = self.workflow.limits
-        lowered: dict[str, Any] = {}
-        if limits.max_tokens is not None:
-            lowered["max_tokens"] = max(1, limits.max_tokens - self.usage.total_tokens)
-        if limits.max_cost_usd is not None:
-            lowered["max_cost_usd"] = max(1e-9, limits.max_cost_usd - (self.usage.cost_usd or 0.0))
-        if limits.timeout_s is not None:
-            lowered["timeout_s"] = max(0.001, limits.timeout_s - (time.monotonic() - self._started))
-        return lowered
 
     def _inputs(self, step: Step, key: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         text = self.input
@@ -463,7 +442,9 @@ class WorkflowEngine:
     ) -> tuple[Session, _Outcome]:
         """One agent step's child session on ``runtime``, run to its end, and what it gave."""
         options = RunOptions(
-            variables={**self.variables, **values}, assume_yes=self.assume_yes, limits=self._child_limits()
+            variables={**self.variables, **values},
+            assume_yes=self.assume_yes,
+            limits=self.budget.child_limits(),
         )
         session = Session(runtime, options=options, sink=self._sink)
         self._sessions.add(session)
@@ -477,12 +458,14 @@ class WorkflowEngine:
         finally:
             self._sessions.discard(session)
             await session.close()
-            self.usage = self.usage + session.usage
+            self.budget.usage = self.budget.usage + session.usage
         return session, outcome
 
     def _sink(self, event: LoopEvent) -> None:
-        if self.on_usage is not None and isinstance(event, UsageUpdate):
-            self.on_usage(event.call)
+        if isinstance(event, UsageUpdate):
+            if self.on_usage is not None:
+                self.on_usage(event.call)
+            self.budget.share(self._sessions)
 
     @staticmethod
     def _agent_outcome(runtime: AgentRuntime, result: Any) -> _Outcome:
@@ -527,19 +510,3 @@ class WorkflowEngine:
             )
         self.record.event("step_end", **event)
         self.on_event({"type": "step_end", **event})
-
-
-def load_configs(path: Path, workflow: WorkflowConfig) -> dict[str, AgentConfig]:
-    """The configuration of every team agent the workflow's steps name (an unknown one: ``ConfigError``)."""
-    names: list[str] = []
-
-    def walk(steps: tuple[Step, ...]) -> None:
-        for step in steps:
-            if step.agent is not None and step.agent not in names:
-                names.append(step.agent)
-            walk(step.steps)
-            if step.step is not None:
-                walk((step.step,))
-
-    walk(workflow.steps)
-    return {name: load_agent(path, agent=name) for name in names}

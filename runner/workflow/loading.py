@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from runner.agentfile.workflow import WorkflowConfig
+from runner.agentfile import load_agent
+from runner.agentfile.config import AgentConfig
+from runner.agentfile.workflow import Step, WorkflowConfig
 from runner.errors import ConfigErrors
 
-__all__ = ["team_workflow"]
+__all__ = ["load_configs", "team_workflow"]
 
 
 def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConfig | None:
@@ -23,3 +25,19 @@ def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConf
         raise ConfigErrors(errors)
     assert loaded is not None
     return build_workflow(loaded.document) if loaded.is_team else None
+
+
+def load_configs(path: Path, workflow: WorkflowConfig) -> dict[str, AgentConfig]:
+    """The configuration of every team agent the workflow's steps name (an unknown one: ``ConfigError``)."""
+    names: list[str] = []
+
+    def walk(steps: tuple[Step, ...]) -> None:
+        for step in steps:
+            if step.agent is not None and step.agent not in names:
+                names.append(step.agent)
+            walk(step.steps)
+            if step.step is not None:
+                walk((step.step,))
+
+    walk(workflow.steps)
+    return {name: load_agent(path, agent=name) for name in names}

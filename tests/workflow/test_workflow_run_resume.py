@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from runner.testing import ScriptedServer
 from tests.workflow.helpers import Cli, Models, events, team, user_text
@@ -239,3 +240,47 @@ def test_j_resume_after_a_finished_parallel_step_still_sees_its_sub_steps(cli: C
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "last aabbq"
     assert models.calls == {"slow": 2, "quick": 1, "flaky": 2}
+
+
+LOOPING_TOOL = '''
+def ping(n: int) -> str:
+    """Answer pong."""
+    return "pong"
+'''
+
+PARALLEL_SPENDERS = """workflow:
+  limits: {max_tokens: 100}
+  steps:
+    - id: all
+      parallel:
+        - {id: a, agent: spender, input: "a"}
+        - {id: b, agent: spender, input: "b"}
+        - {id: c, agent: spender, input: "c"}
+"""
+
+
+def test_k_steps_running_at_once_share_the_budget_and_stop_once_it_is_spent(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "ping_tools.py").write_text(LOOPING_TOOL, encoding="utf-8")
+
+    # every reply calls the tool again, 20 tokens a call: each step alone would go on to its own
+    # limits (max_steps 50); together they may spend the workflow's 100 tokens, then each stops
+    def spend(body: dict[str, Any]) -> dict[str, Any]:  # new arguments each time: no repeat guard
+        call = {"name": "ping", "arguments": {"n": len(body["messages"])}}
+        return {"sleep_s": 0.05, "tool_calls": [call]}
+
+    models = Models({"spender": spend})
+    with ScriptedServer(models) as server:
+        path = team(
+            tmp_path,
+            server.base_url,
+            {"spender": "tools:\n  - python: ping_tools\nlimits: {max_steps: 50}"},
+            PARALLEL_SPENDERS,
+        )
+        done = cli("run", str(path), "-p", "go")
+    assert done.returncode == 3, done.stderr
+    assert "max_tokens" in done.stderr
+    calls = models.calls["spender"]
+    # 100 tokens are 5 calls; each of the three running steps may have one more call in flight
+    assert 5 <= calls <= 5 + 3, calls
+    (end,) = events(cli.workflow_transcript(), "workflow_end")
+    assert end["status"] == "limit" and end["tokens"] <= 100 + 3 * 20
