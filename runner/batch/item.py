@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from runner.session.decisions import LIMIT_REASONS
 from runner.session.events import AssistantMessage, LoopEvent, UsageUpdate
 from runner.store.transcript import new_session_id, sessions_dir
 
-__all__ = ["ItemRunner", "is_transient"]
+__all__ = ["ItemRunner", "is_transient", "retrying"]
 
 log = logging.getLogger("runner.batch")
 
@@ -37,6 +37,24 @@ BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 def is_transient(exc: BaseException) -> bool:
     """Whether a failure may pass when the item runs again (429, 5xx, network, timeout)."""
     return isinstance(exc, ModelError) and exc.transient
+
+
+async def retrying(
+    attempt: Callable[[int], Awaitable[ItemResult]],
+    *,
+    retries: int,
+    stopped: Callable[[], bool],
+    sleep: Callable[[float], Any],
+) -> ItemResult:
+    """``attempt(1)``, and again (2, 3, ...) after a transient failure, up to ``retries`` more times,
+    with a growing pause between; no more once ``stopped()`` (Ctrl+C)."""
+    number = 0
+    while True:
+        number += 1
+        result = await attempt(number)
+        if not result.transient or number > retries or stopped():
+            return result
+        await sleep(BACKOFF_S[min(number, len(BACKOFF_S)) - 1])
 
 
 @dataclass
@@ -85,13 +103,12 @@ class ItemRunner:
         started = time.monotonic()
         result = self._result(item, status="error", error=item.problem, attempts=0)
         if item.problem is None:
-            attempt = 0
-            while True:
-                attempt += 1
-                result = await self._attempt(item, attempt)
-                if not result.transient or attempt > self.retries or self._interrupted:
-                    break
-                await self._sleep(BACKOFF_S[min(attempt, len(BACKOFF_S)) - 1])
+            result = await retrying(
+                lambda attempt: self._attempt(item, attempt),
+                retries=self.retries,
+                stopped=lambda: self._interrupted,
+                sleep=self._sleep,
+            )
         result.duration_s = round(time.monotonic() - started, 4)
         return result
 

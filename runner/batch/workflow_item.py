@@ -25,7 +25,7 @@ from typing import Any
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import WorkflowConfig
 from runner.batch.inputs import BatchItem
-from runner.batch.item import BACKOFF_S
+from runner.batch.item import retrying
 from runner.batch.record import ItemResult, Status
 from runner.errors import RunnerError
 from runner.models.base import Usage
@@ -100,13 +100,16 @@ class WorkflowItemRunner:
         started = time.monotonic()
         result = self._result(item, status="error", error=item.problem, attempts=0)
         if item.problem is None:
-            attempt, previous = 0, None
-            while True:
-                attempt += 1
-                result, previous = await self._attempt(item, attempt, previous)
-                if not result.transient or attempt > self.retries or self._interrupted:
-                    break
-                await self._sleep(BACKOFF_S[min(attempt, len(BACKOFF_S)) - 1])
+            previous: tuple[WorkflowRecord, WorkflowResult] | None = None
+
+            async def attempt(number: int) -> ItemResult:
+                nonlocal previous
+                outcome, previous = await self._attempt(item, number, previous)
+                return outcome
+
+            result = await retrying(
+                attempt, retries=self.retries, stopped=lambda: self._interrupted, sleep=self._sleep
+            )
         result.duration_s = round(time.monotonic() - started, 4)
         return result
 
