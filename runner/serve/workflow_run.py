@@ -84,7 +84,7 @@ def workflow_input(chat: ChatRequest) -> str:
         raise _bad(
             f"a workflow's input is the last message, which must be a user message "
             f"(messages[{index}] is '{last.get('role')}')",
-            "messages",
+            f"messages[{index}].role",
         )
     content = last.get("content")
     if isinstance(content, str):
