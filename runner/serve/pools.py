@@ -3,17 +3,16 @@
 A served workflow's pool (its step agents' runtimes: tool sources open, model clients) is made on
 the workflow's first request and shared by every later one, so concurrent requests of the same
 workflow run at once on it and an MCP server starts once. A reload gives the pool the agents' new
-configurations (``WorkflowAgents.reload``: runtimes built at once, unchanged sources reused; one
-that cannot open leaves the pool as it was and the reload is refused). When only files the agents
-read changed (a ``python:`` tool module edited, their configuration the same), the pool is replaced
-by a new one whose runtimes are built at once; the old one closes when its last request is done.
-Requests already running keep the pool, and the workflow configuration, they started with.
+configurations (``WorkflowAgents.reload``: runtimes built at once, unchanged sources reused, an
+edited ``python:`` tool module imported again; one that cannot open leaves the pool as it was and
+the reload is refused). A request keeps the workflow configuration it started with, and each of
+its steps the runtime it leased; its next steps get the new runtimes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 
 from runner.errors import ConfigErrors, RunnerError
@@ -67,36 +66,18 @@ class WorkflowPools:
             if pool.retired and pool.runs == 0:
                 await pool.agents.aclose()
 
-    async def reload(
-        self, served: ServedWorkflow, settings: RuntimeSettings, *, files_changed: bool
-    ) -> str | None:
-        """Give the workflow's pool (if it has one) ``served``'s agent configurations; the error that
-        kept it from doing so (nothing changed then), or None."""
+    async def reload(self, served: ServedWorkflow, *, rebuild: Collection[str] = ()) -> str | None:
+        """Give the workflow's pool (if it has one) ``served``'s agent configurations, the agents in
+        ``rebuild`` built again even if their configuration is the same (a tool module was edited);
+        the error that kept it from doing so (nothing changed then), or None."""
         pool = self._pools.get(served.name)
         if pool is None:
             return None
         try:
-            if served.configs != pool.agents.configs:
-                await pool.agents.reload(served.configs)
-            elif files_changed:
-                await self._replace(served, settings, pool)
+            await pool.agents.reload(served.configs, rebuild=rebuild)
         except RunnerError as exc:
             return _problem(exc)
         return None
-
-    async def _replace(self, served: ServedWorkflow, settings: RuntimeSettings, pool: _Pool) -> None:
-        """A new pool whose runtimes are built now (edited tool code imported again); the old one
-        retires. Raises, keeping the old one, when a runtime cannot open."""
-        fresh = self._new(served, settings)
-        try:
-            for name in served.configs:
-                async with fresh.lease(name):
-                    pass
-        except BaseException:
-            await fresh.aclose()
-            raise
-        self._pools[served.name] = _Pool(fresh)
-        await pool.retire()
 
     async def remove(self, name: str) -> None:
         """The workflow is no longer served: its pool closes once its requests are done."""

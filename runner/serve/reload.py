@@ -162,11 +162,11 @@ class CatalogHolder:
             previous = old.workflows.get(name)
             if previous is None or served is previous:
                 continue
-            files = set().union(*(watched_files(config) for config in served.configs.values()))
+            touched = [n for n, config in served.configs.items() if watched_files(config) & changed]
             same = served.workflow == previous.workflow and served.configs == previous.configs
-            if same and not (files & changed):
+            if same and not touched:
                 continue
-            problem = await self._pools.reload(served, self.settings, files_changed=bool(files & changed))
+            problem = await self._pools.reload(served, rebuild=touched)
             if problem is not None:
                 workflows[name] = previous
                 lines.append(f"reload of {name} failed, keeping the last good config: {problem}")
