@@ -107,8 +107,8 @@ def run_serve(
     typer.echo(
         f"serving {counted(len(catalog.agents), 'agent')} at http://{shown}:{bound}/v1: {names}", err=True
     )
-    for name, served in sorted(catalog.workflows.items()):  # a workflow runs its team's agents
-        typer.echo(f"serving workflow {name} ({served.path.name}): {served.description()}", err=True)
+    for name, workflow in sorted(catalog.workflows.items()):  # a workflow runs its team's agents
+        typer.echo(f"serving workflow {name} ({workflow.path.name}): {workflow.description()}", err=True)
     from runner.audit import summary_of
 
     for name in sorted(catalog.agents):  # what each agent can execute (runner audit has the details)

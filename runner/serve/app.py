@@ -242,7 +242,8 @@ def create_app(
     async def list_models(request: Request) -> Response:
         authorize(request)
         current = holder.current
-        cards = [_model_card(served) for served in [*current.agents.values(), *current.workflows.values()]]
+        cards = [_model_card(agent) for agent in current.agents.values()]
+        cards += [_model_card(workflow) for workflow in current.workflows.values()]
         return _JSON({"object": "list", "data": cards})
 
     async def get_model(request: Request) -> Response:
