@@ -7,6 +7,9 @@ against the chunk and error rules by the ``recorder`` fixture (``conftest.py``).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -369,3 +372,46 @@ def test_the_catalog_serves_the_first_of_two_models_with_one_name_and_warns_once
     unnamed.mkdir()
     team(unnamed, server.base_url, {"critic": CRITIC}, LOOP.replace("  name: review\n", ""))
     assert list(load_catalog([unnamed]).workflows) == ["team"]
+
+
+def test_a_served_run_that_failed_resumes_with_runner_resume(
+    scripted: Callable[..., ScriptedServer],
+    agent_files: Any,
+    serve_app: Callable[..., Any],
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WF_SECRET_KEY", "sk-test")
+    broken = {"count": 0}
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        if body["model"] == "broken":
+            broken["count"] += 1
+            if broken["count"] == 1:
+                return {"status": 400, "error": "not yet"}
+        return {"content": f"{body['model']} done"}
+
+    server = scripted(answer)
+    (agent_files.root / "team.yaml").write_text(FAILING.format(base=server.base_url), encoding="utf-8")
+    with pytest.raises(openai.APIStatusError) as failed:
+        serve_app([agent_files.root]).openai().chat.completions.create(
+            model="fragile", messages=[{"role": "user", "content": "go"}]
+        )
+    assert failed.value.status_code == 502, failed.value.body
+    (record,) = [
+        p for p in (home / "sessions").glob("*.jsonl") if '"workflow"' in p.read_text().split("\n")[0]
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNNER_", "OPENAI_"))}
+    env.update(RUNNER_HOME=str(home), RUNNER_FAST_PATH="1", NO_COLOR="1")
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "runner"), "resume", record.stem],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "never done"
+    assert "[warmup] done earlier (recorded output reused)" in done.stderr
+    assert [r["model"] for r in server.requests] == ["first", "broken", "broken", "never"]
