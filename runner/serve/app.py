@@ -187,6 +187,44 @@ async def _complete(request: Request, run: RequestRun, model: str) -> Response:
     return _JSON(collect.result())
 
 
+def _request_run(
+    holder: CatalogHolder,
+    chat: ChatRequest,
+    history: ChatHistory,
+    *,
+    report: Callable[[str], None],
+    tool_details: bool,
+) -> RequestRun:
+    """The run of the request's model: its workflow, or an agent's turn (404: neither)."""
+    workflow = holder.workflow(chat.model)
+    if workflow is not None:
+        return open_workflow_run(holder, workflow, chat, on_done=report)
+    agent = holder.get(chat.model)
+    host = holder.host(chat.model)
+    if agent is None or host is None:
+        served = ", ".join(sorted(holder.current.names())) or "none"
+        raise ApiError(
+            404,
+            f"The model '{chat.model}' does not exist (served: {served})",
+            param="model",
+            code="model_not_found",
+        )
+    options = RunOptions(
+        params=model_params(agent.config, chat),
+        client_tools=list(chat.client_tools),
+        limits=request_limits(chat),
+        output=chat.output,
+    )
+    return ChatRun(
+        host,
+        history,
+        options=options,
+        on_done=report,
+        tool_details=tool_details and agent.config.tool_details,  # --plain, or the agent's serve:
+        answer_tool=chat.answer_tool,
+    )
+
+
 def create_app(
     catalog: CatalogHolder | Catalog,
     *,
@@ -254,36 +292,6 @@ def create_app(
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
         return _JSON(_model_card(served))
 
-    def request_run(chat: ChatRequest, history: ChatHistory) -> RequestRun:
-        """The run of the request's model: its workflow, or an agent's turn (404: neither)."""
-        workflow = holder.workflow(chat.model)
-        if workflow is not None:
-            return open_workflow_run(holder, workflow, chat, on_done=state.report)
-        agent = holder.get(chat.model)
-        host = holder.host(chat.model)
-        if agent is None or host is None:
-            served = ", ".join(sorted(holder.current.names())) or "none"
-            raise ApiError(
-                404,
-                f"The model '{chat.model}' does not exist (served: {served})",
-                param="model",
-                code="model_not_found",
-            )
-        options = RunOptions(
-            params=model_params(agent.config, chat),
-            client_tools=list(chat.client_tools),
-            limits=request_limits(chat),
-            output=chat.output,
-        )
-        return ChatRun(
-            host,
-            history,
-            options=options,
-            on_done=state.report,
-            tool_details=tool_details and agent.config.tool_details,  # --plain, or the agent's serve:
-            answer_tool=chat.answer_tool,
-        )
-
     async def chat_completions(request: Request) -> Response:
         authorize(request)
         content_type = request.headers.get("content-type", "")
@@ -300,7 +308,7 @@ def create_app(
             chat, history = await anyio.to_thread.run_sync(
                 lambda: read_chat(raw, max_messages=state.max_messages)
             )
-        run = request_run(chat, history)
+        run = _request_run(holder, chat, history, report=state.report, tool_details=tool_details)
         await run.start()
         state.track(run)
         if chat.stream:

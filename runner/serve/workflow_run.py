@@ -34,6 +34,7 @@ from typing import Any
 
 from runner.agentfile.output import OutputSchema
 from runner.agentfile.workflow import WorkflowConfig
+from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import ServedWorkflow
@@ -297,10 +298,8 @@ class WorkflowRun:
         except asyncio.CancelledError:
             self._put(EndPiece("stop", (), Usage(), ApiError(499, "the run was cancelled"), structured=True))
             raise
-        except Exception as exc:
-            log.exception("workflow %s: the run failed", self.name)
-            error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
-            self._put(EndPiece("stop", (), Usage(), error, structured=True))
+        except Exception as exc:  # an agent's runtime that cannot open (a tool source down), a bug
+            self._put(EndPiece("stop", (), Usage(), self._broken(exc), structured=True))
             return
         finally:
             record.close()  # the engine closes it; not when it had to be cancelled
@@ -360,6 +359,17 @@ class WorkflowRun:
         for note in notes if not structured else ():
             self._put(TextPiece(f"\n\n> {note}\n\n"))
         self._put(EndPiece("stop", (), usage))
+
+    def _broken(self, exc: Exception) -> ApiError:
+        """A run that raised instead of ending: a 500 saying why (the error of the runner, cleaned)."""
+        if isinstance(exc, RunnerError):
+            errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
+            why = self._clean("; ".join(str(error) for error in errors[:3]))
+            return ApiError(
+                500, f"workflow {self.name} could not run: {why}", type="server_error", code="workflow_error"
+            )
+        log.exception("workflow %s: the run failed", self.name, exc_info=exc)
+        return ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
 
     def _failure(self, code: int, notes: list[str]) -> ApiError:
         why = "; ".join(notes) or "no reason recorded"

@@ -415,3 +415,28 @@ def test_a_served_run_that_failed_resumes_with_runner_resume(
     assert done.stdout.strip() == "never done"
     assert "[warmup] done earlier (recorded output reused)" in done.stderr
     assert [r["model"] for r in server.requests] == ["first", "broken", "broken", "never"]
+
+
+def test_an_agent_whose_tools_cannot_open_is_a_500_naming_why_and_the_server_goes_on(
+    scripted: Callable[..., ScriptedServer], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    models = _models()
+    server = scripted(models)
+    fake = Path(__file__).resolve().parent.parent / "tools_mcp" / "fake_mcp_server.py"
+    researcher = f"tools:\n  - mcp: {{command: {sys.executable}, args: [{fake}, --exit-now]}}\n    id: down\n"
+    workflow = PLAN_WORKFLOW.replace(
+        "    - id: research\n      for_each",
+        "    - id: top\n      agent: researcher\n    - id: research\n      for_each",
+    )
+    team(agent_files.root, server.base_url, {"planner": PLANNER, "researcher": researcher}, workflow)
+    client = serve_app([agent_files.root]).openai()
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.chat.completions.create(model="research", messages=[{"role": "user", "content": "x"}])
+    assert failed.value.status_code == 500
+    error = failed.value.body
+    assert isinstance(error, dict) and error["code"] == "workflow_error"
+    assert error["message"].startswith("workflow research could not run: ")
+    assert "down" in error["message"] and "Traceback" not in error["message"]
+    assert models.calls == {"planner": 1}  # the plan ran; the research step could not open
+    answer = client.chat.completions.create(model="planner", messages=[{"role": "user", "content": "x"}])
+    assert json.loads(answer.choices[0].message.content or "") == {"tasks": ["a", "b", "c"]}
