@@ -208,7 +208,7 @@ def test_requests_share_one_pool_run_at_once_on_it_and_it_closes_when_the_server
 
     def echo(body: dict[str, Any]) -> dict[str, Any]:
         if body["messages"][-1]["role"] == "user":
-            return {"tool_calls": [{"name": "echo", "arguments": {"text": user_text(body)}}], "sleep_s": 0.4}
+            return {"tool_calls": [{"name": "echo", "arguments": {"text": user_text(body)}}], "sleep_s": 1.0}
         return {"content": "echoed " + body["messages"][-1]["content"]}
 
     models = Models({"echoer": echo})
