@@ -76,6 +76,9 @@ def run_serve(
 
     for served in catalog.agents.values():
         note_secrets(served.config)  # the server's own log lines are redacted too
+    for workflow in catalog.workflows.values():
+        for config in workflow.configs.values():
+            note_secrets(config)
     for line in catalog.problems():
         typer.echo(f"warning: {line}", err=True)
     from runner.cli.main import display_path
@@ -104,6 +107,8 @@ def run_serve(
     typer.echo(
         f"serving {counted(len(catalog.agents), 'agent')} at http://{shown}:{bound}/v1: {names}", err=True
     )
+    for name, workflow in sorted(catalog.workflows.items()):  # a workflow runs its team's agents
+        typer.echo(f"serving workflow {name} ({workflow.path.name}): {workflow.description()}", err=True)
     from runner.audit import summary_of
 
     for name in sorted(catalog.agents):  # what each agent can execute (runner audit has the details)

@@ -4,8 +4,10 @@ Install it as a Function in Open WebUI (see docs/openwebui.md): the whole Functi
 
     from runner.integrations.openwebui import Pipe
 
-Each agent found under the ``AGENT_PATHS`` valve is a model (a manifold: ``pipes()`` lists them).
-``pipe()`` runs the agent's loop in Open WebUI's own process with the rules of ``runner serve``.
+Each agent found under the ``AGENT_PATHS`` valve is a model (a manifold: ``pipes()`` lists them),
+and so is each team file's workflow. ``pipe()`` runs the agent's loop (or the workflow, once) in
+Open WebUI's own process with the rules of ``runner serve``; a workflow's steps show as its
+reasoning and as status lines.
 
 A streamed answer is returned as a ``StreamingResponse`` holding exactly the event stream
 ``runner serve`` sends: Open WebUI passes a pipe's ``StreamingResponse`` through untouched (a pipe
@@ -31,11 +33,12 @@ from pydantic import BaseModel, Field
 
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import load_catalog
-from runner.serve.engine import ChatRun, EndPiece, ToolRunning
+from runner.serve.engine import ChatRun, EndPiece, RequestRun, StepRunning, ToolRunning
 from runner.serve.history import parse_conversation
-from runner.serve.protocol import ApiError, model_params, parse_chat_request, request_limits
+from runner.serve.protocol import ApiError, ChatRequest, model_params, parse_chat_request, request_limits
 from runner.serve.reload import CatalogHolder
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
+from runner.serve.workflow_run import open_workflow_run
 from runner.session import RunOptions
 
 __all__ = ["Pipe"]
@@ -74,11 +77,12 @@ class Pipe:
         return [Path(p.strip()).expanduser() for p in self.valves.AGENT_PATHS.split(",") if p.strip()]
 
     def pipes(self) -> list[dict[str, str]]:
-        """One model per agent; Open WebUI calls this when it lists models, so edits show up then."""
+        """One model per agent and per workflow; Open WebUI calls this when it lists models, so edits
+        show up then."""
         catalog = load_catalog(self._paths())
         for line in catalog.problems():
             log.warning("runner pipe: %s", line)
-        return [{"id": name, "name": name} for name in sorted(catalog.agents)]
+        return [{"id": name, "name": name} for name in sorted(catalog.names())]
 
     def _settings(self) -> RuntimeSettings:
         from dataclasses import replace
@@ -126,26 +130,10 @@ class Pipe:
         """
         holder = await self.holder()
         model = str(body.get("model") or "")
-        name = model if model in holder.current.agents else model.rpartition(".")[2]
+        name = model if model in holder.current.names() else model.rpartition(".")[2]
         try:
             chat = parse_chat_request({**body, "model": name or model})
-            agent, host = holder.get(name), holder.host(name)
-            if agent is None or host is None:
-                raise ApiError(404, f"no agent named '{name}' under {self.valves.AGENT_PATHS}")
-            options = RunOptions(
-                params=model_params(agent.config, chat),
-                client_tools=list(chat.client_tools),
-                limits=request_limits(chat),
-                output=chat.output,
-            )
-            history = parse_conversation(chat.messages)
-            run = ChatRun(
-                host,
-                history,
-                options=options,
-                tool_details=agent.config.tool_details,
-                answer_tool=chat.answer_tool,
-            )
+            run = self._run(holder, chat, name)
             await run.start()
         except ApiError as exc:
             raise RuntimeError(f"runner: {exc.message}") from None
@@ -164,8 +152,30 @@ class Pipe:
         writer = ChunkWriter(model, include_usage=chat.include_usage)
         return StreamingResponse(self._events(run, emit, writer), media_type="text/event-stream")
 
+    def _run(self, holder: CatalogHolder, chat: ChatRequest, name: str) -> RequestRun:
+        """The run of model ``name``: its workflow, or an agent's turn (``ApiError`` 404: neither)."""
+        workflow = holder.workflow(name)
+        if workflow is not None:
+            return open_workflow_run(holder, workflow, chat)
+        agent, host = holder.get(name), holder.host(name)
+        if agent is None or host is None:
+            raise ApiError(404, f"no agent named '{name}' under {self.valves.AGENT_PATHS} (and no workflow)")
+        options = RunOptions(
+            params=model_params(agent.config, chat),
+            client_tools=list(chat.client_tools),
+            limits=request_limits(chat),
+            output=chat.output,
+        )
+        return ChatRun(
+            host,
+            parse_conversation(chat.messages),
+            options=options,
+            tool_details=agent.config.tool_details,
+            answer_tool=chat.answer_tool,
+        )
+
     async def _events(
-        self, run: ChatRun, emit: EventEmitter | None, writer: ChunkWriter
+        self, run: RequestRun, emit: EventEmitter | None, writer: ChunkWriter
     ) -> AsyncIterator[bytes]:
         try:
             async for chunk in stream_chunks(self._with_status(run, emit), writer):
@@ -177,15 +187,14 @@ class Pipe:
                 await run.wait_closed()
 
     @staticmethod
-    async def _with_status(run: ChatRun, emit: EventEmitter | None) -> AsyncIterator[Any]:
-        """The run's pieces; a status line in Open WebUI while a tool runs."""
+    async def _with_status(run: RequestRun, emit: EventEmitter | None) -> AsyncIterator[Any]:
+        """The run's pieces; a status line in Open WebUI while a tool (or a workflow's step) runs."""
         shown = False
         async for piece in run.pieces():
-            if emit is not None and isinstance(piece, ToolRunning):
+            if emit is not None and isinstance(piece, ToolRunning | StepRunning):
                 shown = True
-                await emit(
-                    {"type": "status", "data": {"description": f"Running {piece.name}…", "done": False}}
-                )
+                what = piece.name if isinstance(piece, ToolRunning) else f"step {piece.key}"
+                await emit({"type": "status", "data": {"description": f"Running {what}…", "done": False}})
             elif emit is not None and shown and isinstance(piece, EndPiece):
                 await emit({"type": "status", "data": {"description": "", "done": True, "hidden": True}})
             yield piece

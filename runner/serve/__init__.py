@@ -2,14 +2,16 @@
 
 Module map:
 
-    catalog.py    which agents are served (files and folders, team members)
+    catalog.py    which agents are served (files and folders, team members) and team files' workflows
     reload.py     CatalogHolder: the catalog and one RuntimeHost per agent; --watch swaps changes in
+    pools.py      one WorkflowAgents pool per served workflow, shared by its requests
     protocol.py   the request body: parsing, validation, OpenAI-shaped errors, limits that only lower
     request.py    a body from bytes to history: valid text, bounded depth and message count
     text.py       valid Unicode in and out (lone surrogates become U+FFFD)
     details.py    the ``<details type="tool_calls">`` blocks that show executed tools in the content
     history.py    the request's messages as the history a session restores
     engine.py     one request: a Session on the agent's shared runtime, its events as pieces
+    workflow_run.py  one request to a workflow: the workflow run once, steps as reasoning, its output
     sse.py        pieces as chat.completion chunks (seed 002 rules) or one chat.completion
     guard.py      which Host and Origin headers are answered (ASGI middleware; CORS in app.py)
     app.py        the Starlette app (the only module that imports starlette)

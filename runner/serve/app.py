@@ -1,7 +1,8 @@
 """The Starlette app of ``runner serve`` (SPEC sections 11 and 15).
 
-``GET /health``, ``GET /v1/models`` (one model per agent), ``GET /v1/models/{id}`` and
-``POST /v1/chat/completions`` (streamed or not). Every error is answered in OpenAI's shape.
+``GET /health``, ``GET /v1/models`` (one model per agent, and one per team file's workflow),
+``GET /v1/models/{id}`` and ``POST /v1/chat/completions`` (streamed or not; a workflow model runs
+the workflow once, ``workflow_run.py``). Every error is answered in OpenAI's shape.
 Safety: ``Authorization: Bearer KEY`` against the configured keys (constant-time comparison;
 with no keys only loopback clients are answered, and the CLI binds nothing else), a request body
 limit (413), per-request parameters that only lower the agent's, and a client that goes away
@@ -37,13 +38,15 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from runner.runtime.settings import RuntimeSettings
-from runner.serve.catalog import Catalog, ServedAgent
-from runner.serve.engine import ChatRun
+from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
+from runner.serve.engine import ChatRun, RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
-from runner.serve.protocol import ApiError, model_params, request_limits
+from runner.serve.history import ChatHistory
+from runner.serve.protocol import ApiError, ChatRequest, model_params, request_limits
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
+from runner.serve.workflow_run import open_workflow_run
 from runner.session import RunOptions
 from runner.text import utf8
 
@@ -93,24 +96,26 @@ class ServeState:
     max_messages: int = DEFAULT_MAX_MESSAGES
     watch: bool = False
     report: Callable[[str], None] = _ignore
-    runs: set[ChatRun] = field(default_factory=set)
+    runs: set[RequestRun] = field(default_factory=set)
 
-    def track(self, run: ChatRun) -> None:
+    def track(self, run: RequestRun) -> None:
         """Remember a started run until its task ends (shutdown cancels what is left)."""
         self.runs.add(run)
         if run.task is not None:
             run.task.add_done_callback(lambda _task: self.runs.discard(run))
 
 
-def _model_card(agent: ServedAgent) -> dict[str, Any]:
+def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
     card: dict[str, Any] = {
-        "id": agent.name,
+        "id": served.name,
         "object": "model",
-        "created": agent.created,
+        "created": served.created,
         "owned_by": "runner",
     }
-    if agent.config.description:
-        card["description"] = agent.config.description
+    if isinstance(served, ServedWorkflow):
+        card["description"] = served.description()
+    elif served.config.description:
+        card["description"] = served.config.description
     return card
 
 
@@ -153,7 +158,7 @@ async def _disconnected(receive: Receive) -> None:
             return
 
 
-async def _stream(run: ChatRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
+async def _stream(run: RequestRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
     try:
         async for chunk in stream_chunks(run.pieces(), writer):
             yield encode(chunk)
@@ -165,7 +170,7 @@ async def _stream(run: ChatRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
                 await run.wait_closed()
 
 
-async def _complete(request: Request, run: ChatRun, model: str) -> Response:
+async def _complete(request: Request, run: RequestRun, model: str) -> Response:
     collect = asyncio.create_task(collect_completion(run.pieces(), model=model))
     gone = asyncio.create_task(_disconnected(request.receive))
     try:
@@ -180,6 +185,44 @@ async def _complete(request: Request, run: ChatRun, model: str) -> Response:
     if collect not in done:
         return Response(status_code=499)  # nobody is there to read it
     return _JSON(collect.result())
+
+
+def _request_run(
+    holder: CatalogHolder,
+    chat: ChatRequest,
+    history: ChatHistory,
+    *,
+    report: Callable[[str], None],
+    tool_details: bool,
+) -> RequestRun:
+    """The run of the request's model: its workflow, or an agent's turn (404: neither)."""
+    workflow = holder.workflow(chat.model)
+    if workflow is not None:
+        return open_workflow_run(holder, workflow, chat, on_done=report)
+    agent = holder.get(chat.model)
+    host = holder.host(chat.model)
+    if agent is None or host is None:
+        served = ", ".join(sorted(holder.current.names())) or "none"
+        raise ApiError(
+            404,
+            f"The model '{chat.model}' does not exist (served: {served})",
+            param="model",
+            code="model_not_found",
+        )
+    options = RunOptions(
+        params=model_params(agent.config, chat),
+        client_tools=list(chat.client_tools),
+        limits=request_limits(chat),
+        output=chat.output,
+    )
+    return ChatRun(
+        host,
+        history,
+        options=options,
+        on_done=report,
+        tool_details=tool_details and agent.config.tool_details,  # --plain, or the agent's serve:
+        answer_tool=chat.answer_tool,
+    )
 
 
 def create_app(
@@ -232,20 +275,22 @@ def create_app(
             raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
 
     async def health(request: Request) -> Response:
-        return _JSON({"status": "ok", "models": len(holder.current.agents)})
+        return _JSON({"status": "ok", "models": len(holder.current.names())})
 
     async def list_models(request: Request) -> Response:
         authorize(request)
-        cards = [_model_card(agent) for agent in holder.current.agents.values()]
+        current = holder.current
+        cards = [_model_card(agent) for agent in current.agents.values()]
+        cards += [_model_card(workflow) for workflow in current.workflows.values()]
         return _JSON({"object": "list", "data": cards})
 
     async def get_model(request: Request) -> Response:
         authorize(request)
         name = request.path_params["model_id"]
-        agent = holder.get(name)
-        if agent is None:
+        served = holder.get(name) or holder.workflow(name)
+        if served is None:
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
-        return _JSON(_model_card(agent))
+        return _JSON(_model_card(served))
 
     async def chat_completions(request: Request) -> Response:
         authorize(request)
@@ -263,31 +308,7 @@ def create_app(
             chat, history = await anyio.to_thread.run_sync(
                 lambda: read_chat(raw, max_messages=state.max_messages)
             )
-        agent = holder.get(chat.model)
-        host = holder.host(chat.model)
-        if agent is None or host is None:
-            served = ", ".join(sorted(holder.current.agents)) or "none"
-            raise ApiError(
-                404,
-                f"The model '{chat.model}' does not exist (served: {served})",
-                param="model",
-                code="model_not_found",
-            )
-        options = RunOptions(
-            params=model_params(agent.config, chat),
-            client_tools=list(chat.client_tools),
-            limits=request_limits(chat),
-            output=chat.output,
-        )
-        details = tool_details and agent.config.tool_details  # --plain, or the agent's serve: setting
-        run = ChatRun(
-            host,
-            history,
-            options=options,
-            on_done=state.report,
-            tool_details=details,
-            answer_tool=chat.answer_tool,
-        )
+        run = _request_run(holder, chat, history, report=state.report, tool_details=tool_details)
         await run.start()
         state.track(run)
         if chat.stream:

@@ -19,9 +19,10 @@ from pathlib import Path
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.discover import discover, search_folder, skipped_note
 from runner.agentfile.files import config_from_file, inspect_file
+from runner.agentfile.workflow import Step, WorkflowConfig, build_workflow
 from runner.errors import ConfigError, ConfigErrors
 
-__all__ = ["Catalog", "ServedAgent", "find_agent_files", "load_catalog"]
+__all__ = ["Catalog", "ServedAgent", "ServedWorkflow", "find_agent_files", "load_catalog", "load_models"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,38 @@ class ServedAgent:
 
 
 @dataclass(frozen=True)
+class ServedWorkflow:
+    """A team file's workflow served as a model: its name, configuration, its step agents' configs."""
+
+    name: str
+    workflow: WorkflowConfig
+    #: The configuration of every team agent its steps run, by name.
+    configs: dict[str, AgentConfig]
+    path: Path
+    created: int
+
+    def description(self) -> str:
+        """What ``/v1/models`` says of it: the steps and the agents they run."""
+        steps = self.workflow.steps
+        ids = ", ".join(step.id for step in steps[:8]) + (", ..." if len(steps) > 8 else "")
+        count = f"{len(steps)} step{'s' if len(steps) != 1 else ''}"
+        return f"a workflow of {count} ({ids}) running agents {', '.join(self.configs)}"
+
+
+def step_agents(steps: tuple[Step, ...]) -> list[str]:
+    """The team agents ``steps`` run (nested steps included), in the order they first appear."""
+    names: list[str] = []
+    for step in steps:
+        inner = (*step.steps, *((step.step,) if step.step is not None else ()))
+        for name in ([step.agent] if step.agent is not None else []) + step_agents(inner):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+@dataclass(frozen=True)
 class Catalog:
-    """The agents found, every agent file looked at (valid or not), and what went wrong."""
+    """The agents and workflows found, every agent file looked at (valid or not), what went wrong."""
 
     agents: dict[str, ServedAgent] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
@@ -46,10 +77,20 @@ class Catalog:
     warnings: tuple[str, ...] = ()
     #: YAML files found in folders that are not agents, with why (not warned about).
     not_agents: dict[Path, str] = field(default_factory=dict)
+    #: The workflows of team files, by model id (never the id of an agent).
+    workflows: dict[str, ServedWorkflow] = field(default_factory=dict)
 
     def get(self, name: str) -> ServedAgent | None:
         """The agent served as model ``name``."""
         return self.agents.get(name)
+
+    def workflow(self, name: str) -> ServedWorkflow | None:
+        """The workflow served as model ``name``."""
+        return self.workflows.get(name)
+
+    def names(self) -> list[str]:
+        """Every model id served, agents first (in the order found), then workflows."""
+        return [*self.agents, *self.workflows]
 
     def problems(self) -> list[str]:
         """Every warning line, skipped files first."""
@@ -85,8 +126,11 @@ def _first_error(path: Path, errors: Sequence[ConfigError]) -> str:
     return text + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
 
 
-def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[ServedAgent]:
-    """The agents of one file (a team gives one per member); raises ``ConfigError`` when invalid."""
+def load_models(
+    path: Path, *, env: Mapping[str, str] | None = None
+) -> tuple[list[ServedAgent], ServedWorkflow | None]:
+    """The agents of one file (a team gives one per member) and its workflow, if it has one;
+    raises ``ConfigError`` when the file is invalid (every check ``runner validate`` makes)."""
     agent_file, errors = inspect_file(path, env=env)
     if errors or agent_file is None:
         raise ConfigErrors(errors)
@@ -94,7 +138,20 @@ def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[Ser
         created = int(path.stat().st_mtime)
     except OSError:
         created = int(time.time())
-    return [ServedAgent(name, config_from_file(agent_file, name), path, created) for name in agent_file.names]
+    agents = [
+        ServedAgent(name, config_from_file(agent_file, name), path, created) for name in agent_file.names
+    ]
+    workflow = build_workflow(agent_file.document) if agent_file.is_team else None
+    if workflow is None:
+        return agents, None
+    members = {agent.name: agent.config for agent in agents}
+    configs = {name: members[name] for name in step_agents(workflow.steps)}
+    return agents, ServedWorkflow(workflow.name, workflow, configs, path, created)
+
+
+def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[ServedAgent]:
+    """The agents of one file (a team gives one per member); raises ``ConfigError`` when invalid."""
+    return load_models(path, env=env)[0]
 
 
 def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None) -> Catalog:
@@ -105,22 +162,44 @@ def load_catalog(paths: Sequence[Path], *, env: Mapping[str, str] | None = None)
     split = discover(in_folders, env=os.environ if env is None else env)
     not_agents = {p.resolve(): why for p, why in split.skipped.items() if p.resolve() not in explicit}
     agents: dict[str, ServedAgent] = {}
+    workflows: dict[str, ServedWorkflow] = {}
     failures: dict[Path, str] = {}
     for path in files:
         if path in not_agents:
             continue
         try:
-            found = load_agents(path, env=env)
+            found, workflow = load_models(path, env=env)
         except ConfigError as exc:
             failures[path] = _first_error(path, list(exc) if isinstance(exc, ConfigErrors) else [exc])
             continue
         for agent in found:
-            if agent.name in agents:
-                warnings.append(
-                    f"{path}: agent '{agent.name}' is already served from {agents[agent.name].path}; skipped"
-                )
+            if agent.name in agents or agent.name in workflows:
+                warnings.append(_duplicate(path, "agent", agent.name, agents, workflows))
                 continue
             agents[agent.name] = agent
+        if workflow is not None:
+            if workflow.name in agents or workflow.name in workflows:
+                warnings.append(_duplicate(path, "workflow", workflow.name, agents, workflows))
+            else:
+                workflows[workflow.name] = workflow
     return Catalog(
-        agents=agents, files=tuple(files), failures=failures, warnings=tuple(warnings), not_agents=not_agents
+        agents=agents,
+        files=tuple(files),
+        failures=failures,
+        warnings=tuple(warnings),
+        not_agents=not_agents,
+        workflows=workflows,
     )
+
+
+def _duplicate(
+    path: Path, kind: str, name: str, agents: dict[str, ServedAgent], workflows: dict[str, ServedWorkflow]
+) -> str:
+    """The warning for a model id already taken (by an agent or a workflow found earlier)."""
+    first: ServedAgent | ServedWorkflow = agents[name] if name in agents else workflows[name]
+    what = (
+        ""
+        if isinstance(first, ServedAgent) == (kind == "agent")
+        else (" (as an agent)" if isinstance(first, ServedAgent) else " (as a workflow)")
+    )
+    return f"{path}: {kind} '{name}' is already served from {first.path}{what}; skipped"

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from runner.agentfile.output import OutputSchema
 from runner.errors import ModelError, OutputError, RunnerError
@@ -44,7 +44,19 @@ from runner.session.events import (
 from runner.store.transcript import Redactor
 from runner.tools.schema import clean_schema
 
-__all__ = ["ChatRun", "EndPiece", "Piece", "ReasoningPiece", "TextPiece", "ToolBlock", "ToolRunning"]
+__all__ = [
+    "ChatRun",
+    "EndPiece",
+    "Piece",
+    "ReasoningPiece",
+    "RequestRun",
+    "StepRunning",
+    "TextPiece",
+    "ToolBlock",
+    "ToolRunning",
+    "api_error",
+    "check_output",
+]
 
 log = logging.getLogger("runner.serve")
 
@@ -72,6 +84,14 @@ class ToolRunning:
 
 
 @dataclass(frozen=True, slots=True)
+class StepRunning:
+    """A workflow's step started (the pipe shows it as a status line)."""
+
+    key: str
+    agent: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class EndPiece:
     """The last piece: why the answer ends, the client's calls to run, the usage, or the error."""
 
@@ -84,20 +104,37 @@ class EndPiece:
     structured: bool = False
 
 
-Piece = TextPiece | ReasoningPiece | ToolRunning | ToolBlock | EndPiece
+Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
 
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+", re.IGNORECASE)
+class RequestRun(Protocol):
+    """One request's run as the server drives it: an agent's ``ChatRun`` or a ``WorkflowRun``."""
+
+    delivered: bool
+
+    @property
+    def task(self) -> asyncio.Task[None] | None: ...
+
+    async def start(self) -> None: ...
+
+    def pieces(self) -> AsyncIterator[Piece]: ...
+
+    def cancel(self) -> None: ...
+
+    async def wait_closed(self, timeout_s: float = 10.0) -> bool: ...
 
 
-def _api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiError:
+URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+", re.IGNORECASE)
+
+
+def api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiError:
     """An error of the run as the API reports it: the model's failures are 502, the rest 500.
 
     A client learns that the model failed and why, never where the agent's model is: URLs in a
     model's error are replaced, and the agent's secrets are redacted.
     """
     if isinstance(exc, ModelError):
-        message = redact(_URL.sub("(the agent's model endpoint)", exc.message))
+        message = redact(URL.sub("(the agent's model endpoint)", exc.message))
         return ApiError(502, f"the model failed: {message}", type="server_error", code="model_error")
     if isinstance(exc, OutputError):  # the model never gave a valid answer: an upstream failure
         return ApiError(502, redact(exc.message), type="server_error", code="output_invalid")
@@ -116,9 +153,10 @@ def _shape(node: Any) -> Any:
     return {key: _shape(value) for key, value in node.items() if key not in dropped}
 
 
-def _check_output(agent: OutputSchema | None, client: OutputSchema | None) -> None:
+def check_output(agent: OutputSchema | None, client: OutputSchema | None, *, owner: str = "agent") -> None:
     """Refuse a client's ``response_format`` that asks for another shape than the agent's ``output:``
-    (``json_object`` asks only for an object; the same schema, strict or not, is no conflict)."""
+    (or a workflow's ``output_schema``: ``owner``); ``json_object`` asks only for an object; the same
+    schema, strict or not, is no conflict."""
     if agent is None or client is None:
         return
     if client.name == "json_object" and client.schema == {"type": "object"}:
@@ -129,8 +167,8 @@ def _check_output(agent: OutputSchema | None, client: OutputSchema | None) -> No
     by_tool = client.where != CLIENT_SCHEMA  # a forced tool_choice: its parameters are the shape
     raise ApiError(
         400,
-        f"the shape {client.where} asks for conflicts with this agent's own output schema; send "
-        "none (the agent answers with its own JSON) or the same schema",
+        f"the shape {client.where} asks for conflicts with this {owner}'s own output schema; send "
+        f"none (the {owner} answers with its own JSON) or the same schema",
         param="tool_choice" if by_tool else "response_format",
         code="response_format_conflict",
     )
@@ -193,7 +231,7 @@ class ChatRun:
         if not self._opened.is_set():
             error = task.exception() if not task.cancelled() else asyncio.CancelledError()
             assert error is not None
-            raise error if isinstance(error, ApiError) else _api_error(error)
+            raise error if isinstance(error, ApiError) else api_error(error)
 
     async def pieces(self) -> AsyncIterator[Piece]:
         """What the client should see, in order; the last one is an ``EndPiece``."""
@@ -275,11 +313,11 @@ class ChatRun:
             session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
         except BaseException as exc:
             if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
-                raise _api_error(exc) from None
+                raise api_error(exc) from None
             raise
         try:
             self.session_id = session.session_id
-            _check_output(session.runtime.output, self.options.output)
+            check_output(session.runtime.output, self.options.output)
             self._structured = session.output_plan is not None
             chat = self.chat
             prompts, variables = session.runtime.prompts, session.variables
@@ -304,7 +342,7 @@ class ChatRun:
                 raise
             if not isinstance(exc, RunnerError):
                 log.exception("agent %s: the run failed", self.name)
-            error = _api_error(exc, Redactor(self.host.config.secrets))
+            error = api_error(exc, Redactor(self.host.config.secrets))
             if not self._structured:
                 self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
             self._put(EndPiece("stop", (), self._usage, error, structured=self._structured))

@@ -9,21 +9,25 @@ that turns invalid, or an agent whose new runtime cannot open (a tool module tha
 a source that is down), keeps its last good configuration, with one line saying why. Watched:
 every agent file found (valid or not), each agent's extends chain, templates and ``python:`` tool
 modules (``runner.watch.watched_files``), and the served folders recursively for new or deleted
-agent files.
+agent files. Each served workflow has a pool of its agents' runtimes (``pools.py``), reloaded the
+same way: an edited team file gives the new workflow and its agents' new configurations; an invalid
+edit keeps the last good workflow.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 
 from runner.agentfile.files import AGENT_SUFFIXES
 from runner.errors import ConfigErrors, RunnerError
 from runner.runtime.host import RuntimeHost
 from runner.runtime.settings import RuntimeSettings
-from runner.serve.catalog import Catalog, ServedAgent, find_agent_files, load_catalog
+from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow, find_agent_files, load_catalog
+from runner.serve.pools import WorkflowPools
+from runner.workflow.agents import WorkflowAgents
 
 __all__ = ["CatalogHolder"]
 
@@ -46,6 +50,7 @@ class CatalogHolder:
         self._env = env
         self._report = report or (lambda line: None)
         self._hosts: dict[str, RuntimeHost] = {}
+        self._pools = WorkflowPools()
         self._watched: tuple[Catalog, frozenset[Path]] | None = None
         self._stamps: dict[Path, tuple[int, int]] | None = None  # what ``refresh`` compares with
 
@@ -56,6 +61,16 @@ class CatalogHolder:
     def get(self, name: str) -> ServedAgent | None:
         """The agent served as model ``name`` right now."""
         return self.current.get(name)
+
+    def workflow(self, name: str) -> ServedWorkflow | None:
+        """The workflow served as model ``name`` right now."""
+        return self.current.workflow(name)
+
+    @asynccontextmanager
+    async def workflow_agents(self, served: ServedWorkflow) -> AsyncIterator[WorkflowAgents]:
+        """The pool of ``served``'s agents' runtimes for one request (made on the first one)."""
+        async with self._pools.lease(served, self.settings) as agents:
+            yield agents
 
     def host(self, name: str) -> RuntimeHost | None:
         """The runtime host of the agent served as ``name`` (its runtime is built on first use)."""
@@ -80,19 +95,46 @@ class CatalogHolder:
 
     async def reload(self, changed: set[Path]) -> list[str]:
         """Load the paths again and swap the result in; one line per thing that changed or failed."""
-        from runner.watch import watched_files
-
         old = self.current
         new = load_catalog(self.paths, env=self._env)
-        agents = dict(new.agents)
+        agents, workflows = dict(new.agents), dict(new.workflows)
         lines: list[str] = []
         for path, error in new.failures.items():
-            kept = {n: a for n, a in old.agents.items() if a.path == path and n not in agents}
-            if kept:
+            taken = set(agents) | set(workflows)
+            kept = {n: a for n, a in old.agents.items() if a.path == path and n not in taken}
+            kept_flows = {n: w for n, w in old.workflows.items() if w.path == path and n not in taken}
+            if kept or kept_flows:
                 agents.update(kept)
-                lines.append(f"reload failed, keeping the last good config of {', '.join(kept)}: {error}")
+                workflows.update(kept_flows)
+                names = ", ".join([*kept, *kept_flows])
+                lines.append(f"reload failed, keeping the last good config of {names}: {error}")
             elif path in changed or path not in old.failures:
                 lines.append(f"skipped {error}")
+        edited = await self._reload_agents(old, agents, changed, lines)
+        edited += await self._reload_workflows(old, workflows, changed, lines)
+        added = sorted((set(agents) | set(workflows)) - set(old.names()))
+        removed = sorted(set(old.names()) - (set(agents) | set(workflows)))
+        for name in sorted(set(old.agents) - set(agents)):
+            host = self._hosts.pop(name, None)
+            if host is not None:
+                await host.aclose()
+        for name in sorted(set(old.workflows) - set(workflows)):
+            await self._pools.remove(name)
+        self.current = Catalog(
+            agents=agents, files=new.files, failures=new.failures, warnings=new.warnings, workflows=workflows
+        )
+        if added or removed or edited:
+            names = ", ".join(sorted(p.name for p in changed)) or "files"
+            parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in sorted(edited)]
+            lines.append(f"reloaded ({names}): {' '.join(parts)}")
+        return lines
+
+    async def _reload_agents(
+        self, old: Catalog, agents: dict[str, ServedAgent], changed: set[Path], lines: list[str]
+    ) -> list[str]:
+        """Rebuild the runtimes of the agents that changed (a failure keeps the old); their names."""
+        from runner.watch import watched_files
+
         edited: list[str] = []
         for name, agent in list(agents.items()):
             previous = old.agents.get(name)
@@ -106,18 +148,31 @@ class CatalogHolder:
                 lines.append(f"reload of {name} failed, keeping the last good config: {problem}")
             else:
                 edited.append(name)
-        added = sorted(set(agents) - set(old.agents))
-        removed = sorted(set(old.agents) - set(agents))
-        for name in removed:
-            host = self._hosts.pop(name, None)
-            if host is not None:
-                await host.aclose()
-        self.current = Catalog(agents=agents, files=new.files, failures=new.failures, warnings=new.warnings)
-        if added or removed or edited:
-            names = ", ".join(sorted(p.name for p in changed)) or "files"
-            parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in sorted(edited)]
-            lines.append(f"reloaded ({names}): {' '.join(parts)}")
-        return lines
+        return edited
+
+    async def _reload_workflows(
+        self, old: Catalog, workflows: dict[str, ServedWorkflow], changed: set[Path], lines: list[str]
+    ) -> list[str]:
+        """Give each changed workflow's pool its agents' new configurations (a failure keeps the
+        last good workflow); the names of those that changed."""
+        from runner.watch import watched_files
+
+        edited: list[str] = []
+        for name, served in list(workflows.items()):
+            previous = old.workflows.get(name)
+            if previous is None or served is previous:
+                continue
+            touched = [n for n, config in served.configs.items() if watched_files(config) & changed]
+            same = served.workflow == previous.workflow and served.configs == previous.configs
+            if same and not touched:
+                continue
+            problem = await self._pools.reload(served, rebuild=touched)
+            if problem is not None:
+                workflows[name] = previous
+                lines.append(f"reload of {name} failed, keeping the last good config: {problem}")
+            else:
+                edited.append(name)
+        return edited
 
     async def _rebuild(self, name: str, agent: ServedAgent) -> str | None:
         """Give the agent's host its new configuration (built now if it has a runtime); the error."""
@@ -174,14 +229,18 @@ class CatalogHolder:
         files = {p.resolve() for p in self.current.files} | {p.resolve() for p in self.current.failures}
         for agent in self.current.agents.values():
             files |= watched_files(agent.config)
+        for served in self.current.workflows.values():
+            for config in served.configs.values():
+                files |= watched_files(config)
         self._watched = (self.current, frozenset(files))
         return files
 
     async def aclose(self) -> None:
-        """Close every agent's runtime (the server is stopping)."""
+        """Close every agent's runtime and every workflow's pool (the server is stopping)."""
         hosts, self._hosts = list(self._hosts.values()), {}
         for host in hosts:
             await host.aclose()
+        await self._pools.aclose()
 
     async def watch(self, *, stop: asyncio.Event, report: Callable[[str], None]) -> None:
         """Reload on every change until ``stop`` is set; ``report`` gets one line per change.

@@ -11,7 +11,7 @@ Sessions already running keep the runtime they leased; the next step gets the ne
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 
 from runner.agentfile.config import AgentConfig
@@ -65,14 +65,19 @@ class WorkflowAgents:
         async with host.lease() as runtime:
             yield runtime
 
-    async def reload(self, configs: Mapping[str, AgentConfig]) -> list[str]:
+    async def reload(self, configs: Mapping[str, AgentConfig], *, rebuild: Collection[str] = ()) -> list[str]:
         """Use ``configs`` from the next step on; the names of the agents that changed.
 
         Every changed agent whose runtime is open gets its new runtime built first (unchanged
         sources reused); if one cannot open, the ones built are closed, nothing changes and the
-        error is raised.
+        error is raised. The agents named in ``rebuild`` count as changed even when their
+        configuration is the same (a file they read, such as a ``python:`` tool module, was edited).
         """
-        changed = [n for n, c in configs.items() if n not in self._hosts or self._hosts[n].config != c]
+        changed = [
+            n
+            for n, c in configs.items()
+            if n not in self._hosts or self._hosts[n].config != c or n in rebuild
+        ]
         prepared: list[tuple[RuntimeHost, AgentConfig, AgentRuntime | None]] = []
         try:
             for name in changed:

@@ -1,0 +1,403 @@
+"""One request to a workflow model: the workflow run once, its steps as reasoning, its output as the answer.
+
+``open_workflow_run`` checks what a request may ask of a workflow (``workflow_input``,
+``lowered_workflow``) and makes a ``WorkflowRun``, which the server drives like an agent's
+``ChatRun``: ``start``, ``pieces``, ``cancel``, ``wait_closed``. The run is a ``WorkflowEngine`` on
+the workflow's shared pool of agent runtimes, with a workflow transcript (as ``runner run`` writes
+it) whose session id the access line names.
+
+- The input is the text of the last message, which must be a user message; earlier messages are
+  not given to the workflow (it is one-shot: each request is one run from its first step).
+- Each step's start and end is a line of ``reasoning_content`` (Open WebUI folds it away; plain
+  clients ignore it); a step start is also a ``StepRunning`` piece (the pipe's status line).
+- The answer is the workflow's output: a string as it is, anything else as JSON text. Exit 3 with
+  an output (a loop that hit ``max_iterations``) answers it with the note after it (as a quoted
+  line; in the reasoning instead when the answer is JSON); without an output, and exit 1 (a step
+  failed), are errors in OpenAI's shape, 502 ``workflow_limit`` / ``workflow_failed``, secrets
+  redacted and URLs hidden. Streamed, an error is an error event, then ``[DONE]``.
+- A consumer that goes away calls ``cancel``: the engine is interrupted (every child session ends
+  its turn cleanly, nothing new starts), and the run is cancelled outright only if it has not ended
+  within ``INTERRUPT_GRACE_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from runner.agentfile.output import OutputSchema
+from runner.agentfile.workflow import WorkflowConfig
+from runner.errors import ConfigErrors, RunnerError
+from runner.models.base import ToolCall, Usage
+from runner.runtime.settings import RuntimeSettings
+from runner.serve.catalog import ServedWorkflow
+from runner.serve.engine import (
+    URL,
+    EndPiece,
+    Piece,
+    ReasoningPiece,
+    StepRunning,
+    TextPiece,
+    check_output,
+)
+from runner.serve.protocol import ApiError, ChatRequest
+from runner.serve.reload import CatalogHolder
+from runner.store.transcript import Redactor
+from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult, open_record
+
+__all__ = ["INTERRUPT_GRACE_S", "WorkflowRun", "lowered_workflow", "open_workflow_run", "workflow_input"]
+
+log = logging.getLogger("runner.serve")
+
+#: How long an interrupted workflow may take to end its child sessions before it is cancelled.
+INTERRUPT_GRACE_S = 5.0
+
+
+def _bad(message: str, param: str) -> ApiError:
+    return ApiError(400, message, param=param)
+
+
+def workflow_input(chat: ChatRequest) -> str:
+    """The workflow's input: the text of the request's last message (400 when it cannot be one)."""
+    if chat.client_tools:
+        names = ", ".join(tool["function"]["name"] for tool in chat.client_tools[:5])
+        raise _bad(
+            f"a workflow cannot call the client's tools ({names}): its steps run the team's agents "
+            "with their own tools; send the request without 'tools' (or with tool_choice 'none')",
+            "tools",
+        )
+    if "max_tool_calls" in chat.limits:
+        raise _bad(
+            "'limits.max_tool_calls' does not apply to a workflow (it has no shared tool-call budget; "
+            "each step's agent has its own limits)",
+            "limits.max_tool_calls",
+        )
+    index = len(chat.messages) - 1
+    last = chat.messages[index]
+    if last.get("role") != "user":
+        raise _bad(
+            f"a workflow's input is the last message, which must be a user message "
+            f"(messages[{index}] is '{last.get('role')}')",
+            f"messages[{index}].role",
+        )
+    content = last.get("content")
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for number, part in enumerate(content or ()):
+        if part.get("type") != "text":
+            where = f"messages[{index}].content[{number}]"
+            raise _bad(
+                f"a workflow's input is text; '{where}' is a '{str(part.get('type'))[:40]}' part", where
+            )
+        texts.append(part.get("text", ""))
+    return "\n".join(texts)
+
+
+def _lower(current: float | None, request: float | None) -> float | None:
+    if request is None:
+        return current
+    return request if current is None else min(current, request)
+
+
+def lowered_workflow(workflow: WorkflowConfig, chat: ChatRequest) -> WorkflowConfig:
+    """The workflow with its shared budget lowered by the request (never raised): ``max_tokens``
+    lowers ``limits.max_tokens`` (every token its steps use), ``limits.timeout_s`` its
+    ``timeout_s``, ``limits.max_steps`` its ``max_steps`` (the agent steps it may run)."""
+    limits = workflow.limits
+    max_tokens = _lower(limits.max_tokens, chat.max_tokens)
+    max_steps = _lower(limits.max_steps, chat.limits.get("max_steps"))
+    lowered = dataclasses.replace(
+        limits,
+        max_tokens=None if max_tokens is None else int(max_tokens),
+        timeout_s=_lower(limits.timeout_s, chat.limits.get("timeout_s")),
+        max_steps=None if max_steps is None else int(max_steps),
+    )
+    return workflow if lowered == limits else dataclasses.replace(workflow, limits=lowered)
+
+
+def open_workflow_run(
+    holder: CatalogHolder,
+    served: ServedWorkflow,
+    chat: ChatRequest,
+    *,
+    on_done: Callable[[str], None] | None = None,
+) -> WorkflowRun:
+    """The run of ``served`` for ``chat`` (``ApiError`` 400 when the request asks what it cannot do)."""
+    text = workflow_input(chat)
+    own = served.workflow.output_schema
+    if own is not None:
+        where = "the workflow's output_schema"
+        check_output(OutputSchema(own, where=where), chat.output, owner="workflow")
+    return WorkflowRun(
+        served,
+        holder,
+        text=text,
+        workflow=lowered_workflow(served.workflow, chat),
+        settings=holder.settings,
+        output=chat.output if own is None else None,
+        answer_tool=chat.answer_tool,
+        json_answer=own is not None or chat.output is not None,
+        on_done=on_done,
+    )
+
+
+def _answer_text(value: Any) -> str:
+    """The workflow's output as the answer's text: a string as it is, anything else as JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class WorkflowRun:
+    """Runs a served workflow once for one request and hands out what the client should see."""
+
+    def __init__(
+        self,
+        served: ServedWorkflow,
+        holder: CatalogHolder,
+        *,
+        text: str,
+        workflow: WorkflowConfig,
+        settings: RuntimeSettings,
+        output: OutputSchema | None = None,
+        answer_tool: str | None = None,
+        json_answer: bool = False,
+        on_done: Callable[[str], None] | None = None,
+    ) -> None:
+        self.served = served
+        self.name = served.name
+        self.holder = holder
+        self.text = text
+        self.workflow = workflow
+        self.settings = settings
+        self.output = output
+        """The client's schema, checked against the final output (the workflow has none of its own)."""
+        self.answer_tool = answer_tool
+        self.json_answer = json_answer
+        """The answer must be JSON (an ``output_schema``, a ``response_format``): notes stay out of it."""
+        self.on_done = on_done
+        self.session_id: str | None = None
+        self.delivered = False
+        self.secrets = frozenset().union(*(config.secrets for config in served.configs.values()))
+        self._redact = Redactor(self.secrets)
+        self._queue: asyncio.Queue[Piece] = asyncio.Queue()
+        self._ended = False
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._started = time.monotonic()
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The task that runs the workflow (None before ``start``)."""
+        return self._task
+
+    async def start(self) -> None:
+        """Open the workflow's transcript and start the run."""
+        configs = self.served.configs.values()
+        record = open_record(
+            self.settings.home,
+            workflow=self.workflow.name,
+            path=self.served.path,
+            input=self.text,
+            variables={},
+            secrets=self.secrets,
+            models=", ".join(sorted({c.model.id for c in configs if c.model is not None})),
+            write=self.settings.write_transcript,
+            fsync=self.settings.fsync,
+        )
+        self.session_id = record.session_id
+        self._task = asyncio.create_task(self._main(record), name=f"runner-serve-workflow-{self.name}")
+
+    async def pieces(self) -> AsyncIterator[Piece]:
+        """What the client should see, in order; the last one is an ``EndPiece``."""
+        while True:
+            piece = await self._queue.get()
+            if isinstance(piece, EndPiece):
+                self.delivered = True
+                yield piece
+                return
+            yield piece
+
+    def cancel(self) -> None:
+        """Stop the run unless its answer was delivered (the client went away)."""
+        if self._task is not None and not self._task.done() and not self.delivered:
+            self._stop.set()
+
+    async def wait_closed(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the run has ended (every child session closed); False on timeout."""
+        if self._task is None:
+            return True
+        done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
+        return bool(done)
+
+    # ----------------------------------------------------------------- the task
+
+    def _clean(self, text: str) -> str:
+        """Text for the client: secrets redacted, URLs (a model's endpoint) hidden."""
+        return self._redact(URL.sub("(a URL)", text))
+
+    def _put(self, piece: Piece) -> None:
+        if self._ended:
+            return
+        if isinstance(piece, EndPiece):
+            self._ended = True
+            self._log(piece)
+        self._queue.put_nowait(piece)
+
+    def _log(self, end: EndPiece) -> None:
+        if self.on_done is None:
+            return
+        status = end.error.status if end.error is not None else 200
+        usage = end.usage
+        line = (
+            f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
+            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
+            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
+            + (f" workflow session {self.session_id}" if self.session_id else "")
+        )
+        self.on_done(line)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        """A step's start or end: a line of reasoning (as ``runner run`` prints it on stderr)."""
+        key, kind = event.get("key", ""), event.get("type")
+        if kind == "step_start":
+            what = f"agent {event['agent']}" if event.get("agent") else str(event.get("kind", ""))
+            self._put(StepRunning(key, event.get("agent")))
+            self._put(ReasoningPiece(f"[{key}] started ({what})\n"))
+        elif kind == "step_end":
+            line = f"[{key}] {event.get('status')} in {float(event.get('duration_s') or 0):.2f} s"
+            if event.get("kind") == "agent" and "tokens" in event:
+                line += f", {event['tokens']} tokens"
+            if event.get("error"):
+                line += f": {event['error']}"
+            self._put(ReasoningPiece(self._clean(line) + "\n"))
+
+    async def _main(self, record: WorkflowRecord) -> None:
+        try:
+            async with self.holder.workflow_agents(self.served) as agents:
+                engine = WorkflowEngine(
+                    self.served.path,
+                    self.workflow,
+                    self.settings,
+                    input=self.text,
+                    variables={},
+                    record=record,
+                    on_event=self._on_event,
+                    configs=dict(self.served.configs),
+                    agents=agents,
+                )
+                result = await self._supervise(engine)
+        except asyncio.CancelledError:
+            self._put(EndPiece("stop", (), Usage(), ApiError(499, "the run was cancelled"), structured=True))
+            raise
+        except Exception as exc:  # an agent's runtime that cannot open (a tool source down), a bug
+            self._put(EndPiece("stop", (), Usage(), self._broken(exc), structured=True))
+            return
+        finally:
+            record.close()  # the engine closes it; not when it had to be cancelled
+        self._finish(result)
+
+    async def _supervise(self, engine: WorkflowEngine) -> WorkflowResult:
+        """Run ``engine`` to its end; ``cancel`` (or this task's cancellation) interrupts it."""
+        running = asyncio.create_task(engine.run())
+        stopping = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._interrupt(engine, running))
+            raise
+        finally:
+            stopping.cancel()
+        if not running.done():
+            await asyncio.shield(self._interrupt(engine, running))
+        return running.result()
+
+    @staticmethod
+    async def _interrupt(engine: WorkflowEngine, running: asyncio.Task[WorkflowResult]) -> None:
+        """Interrupt until the run ends (a step that was just starting is interrupted too), then, past
+        the grace period, cancel it."""
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        while not running.done() and time.monotonic() < deadline:
+            engine.interrupt()
+            await asyncio.wait({running}, timeout=0.05)
+        if not running.done():
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+
+    def _finish(self, result: WorkflowResult) -> None:
+        """The answer, or the error, of a run that ended."""
+        usage, code = result.usage, result.exit_code
+        notes = [self._clean(note) for note in result.notes]
+        if code == 130:
+            self._put(EndPiece("stop", (), usage, ApiError(499, "the run was interrupted"), structured=True))
+            return
+        if code == 1 or (code == 3 and result.output is None):
+            self._put(EndPiece("stop", (), usage, self._failure(code, notes), structured=True))
+            return
+        value, problem = self._checked(result.output)
+        if problem is not None:
+            error = ApiError(502, problem, type="server_error", code="output_invalid")
+            self._put(EndPiece("stop", (), usage, error, structured=True))
+            return
+        structured = self.json_answer or not isinstance(value, str | None)
+        for note in notes if structured else ():
+            self._put(ReasoningPiece(f"note: {note}\n"))
+        if self.answer_tool is not None:
+            call = ToolCall(f"call_{uuid.uuid4().hex[:24]}", self.answer_tool, _answer_text(value))
+            self._put(EndPiece("tool_calls", (call,), usage))
+            return
+        self._put(TextPiece(_answer_text(value)))
+        for note in notes if not structured else ():
+            self._put(TextPiece(f"\n\n> {note}\n\n"))
+        self._put(EndPiece("stop", (), usage))
+
+    def _broken(self, exc: Exception) -> ApiError:
+        """A run that raised instead of ending: a 500 saying why (the error of the runner, cleaned)."""
+        if isinstance(exc, RunnerError):
+            errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
+            why = self._clean("; ".join(str(error) for error in errors[:3]))
+            return ApiError(
+                500, f"workflow {self.name} could not run: {why}", type="server_error", code="workflow_error"
+            )
+        log.exception("workflow %s: the run failed", self.name, exc_info=exc)
+        return ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
+
+    def _failure(self, code: int, notes: list[str]) -> ApiError:
+        why = "; ".join(notes) or "no reason recorded"
+        if code == 3:
+            lowered = self.workflow.limits != self.served.workflow.limits
+            hint = " (the request's max_tokens or limits lowered the workflow's limits)" if lowered else ""
+            return ApiError(
+                502,
+                f"workflow {self.name} stopped at a limit before it had an output: {why}{hint}",
+                type="server_error",
+                code="workflow_limit",
+            )
+        return ApiError(
+            502, f"workflow {self.name} failed: {why}", type="server_error", code="workflow_failed"
+        )
+
+    def _checked(self, value: Any) -> tuple[Any, str | None]:
+        """The output checked against the client's schema (a string is read as JSON first); the
+        value and why it does not match (None: it does, or there is no schema)."""
+        if self.output is None:
+            return value, None
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                return value, f"the workflow's output is not JSON ({exc.msg}); {self.output.where} wants JSON"
+        problems = self.output.problems(value)
+        if problems:
+            shown = self._clean("; ".join(problems))
+            return value, f"the workflow's output does not match {self.output.where}: {shown}"
+        return value, None
