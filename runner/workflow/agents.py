@@ -11,6 +11,7 @@ Sessions already running keep the runtime they leased; the next step gets the ne
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 
@@ -42,27 +43,47 @@ class WorkflowAgents:
         self.settings = settings
         self._model_for = model_for
         self._clock = clock
-        self._hosts: dict[str, RuntimeHost] = {name: self._host(config) for name, config in configs.items()}
+        #: Agents not built yet whose files were edited since this process imported them: their
+        #: first build imports their tool modules again.
+        self._stale: set[str] = set()
+        self._hosts: dict[str, RuntimeHost] = {n: self._host(n, config) for n, config in configs.items()}
 
     @property
     def configs(self) -> dict[str, AgentConfig]:
         """Each agent's configuration in use now."""
         return {name: host.config for name, host in self._hosts.items()}
 
-    def _host(self, config: AgentConfig) -> RuntimeHost:
+    def _host(self, name: str, config: AgentConfig) -> RuntimeHost:
         async def build(new: AgentConfig, *, previous: AgentRuntime | None = None) -> AgentRuntime:
             model = self._model_for(new) if self._model_for is not None else None
-            return await open_runtime(new, self.settings, model=model, previous=previous, clock=self._clock)
+            settings = self.settings
+            if name in self._stale and previous is None:
+                settings = dataclasses.replace(settings, refresh_sources=True)
+            runtime = await open_runtime(new, settings, model=model, previous=previous, clock=self._clock)
+            self._stale.discard(name)
+            return runtime
 
         return RuntimeHost(config, build=build)
+
+    def _named(self, name: str) -> RuntimeHost:
+        host = self._hosts.get(name)
+        if host is None:
+            raise ConfigError(f"the workflow runs agent '{name}', which the team file does not define")
+        return host
+
+    async def acquire(self, name: str) -> AgentRuntime:
+        """The agent's current runtime (built on first use: a source that cannot open raises); the
+        caller gives it back with ``release``."""
+        return await self._named(name).acquire()
+
+    async def release(self, name: str, runtime: AgentRuntime) -> None:
+        """A step is done with ``runtime`` (a runtime a reload replaced closes with its last step)."""
+        await self._named(name).release(runtime)
 
     @asynccontextmanager
     async def lease(self, name: str) -> AsyncIterator[AgentRuntime]:
         """``async with agents.lease(NAME) as runtime``: the agent's current runtime for one step."""
-        host = self._hosts.get(name)
-        if host is None:
-            raise ConfigError(f"the workflow runs agent '{name}', which the team file does not define")
-        async with host.lease() as runtime:
+        async with self._named(name).lease() as runtime:
             yield runtime
 
     async def reload(self, configs: Mapping[str, AgentConfig], *, rebuild: Collection[str] = ()) -> list[str]:
@@ -98,7 +119,9 @@ class WorkflowAgents:
                 await host.install(config, runtime)
         for name in changed:
             if name not in self._hosts:
-                self._hosts[name] = self._host(configs[name])
+                self._hosts[name] = self._host(name, configs[name])
+            elif name in rebuild and self._hosts[name].current is None:
+                self._stale.add(name)
         return changed
 
     async def aclose(self) -> None:

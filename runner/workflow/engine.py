@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,11 +215,14 @@ class WorkflowEngine:
                 continue
             return self._final_output(scope, last)
 
-    async def reload(self, workflow: WorkflowConfig, configs: dict[str, AgentConfig]) -> list[str]:
+    async def reload(
+        self, workflow: WorkflowConfig, configs: dict[str, AgentConfig], *, rebuild: Iterable[str] = ()
+    ) -> list[str]:
         """``--watch``: the agents' new configurations from their next step on (their runtimes are
-        built now; one that cannot open raises and nothing changes) and the workflow's new steps from
-        its next top-level step on. What changed, in words."""
-        changed = await self.agents.reload(configs)
+        built now; one that cannot open raises and nothing changes; those in ``rebuild`` are built
+        again though their configuration is the same: a tool module they import was edited) and the
+        workflow's new steps from its next top-level step on. What changed, in words."""
+        changed = await self.agents.reload(configs, rebuild=set(rebuild))
         self.configs = dict(configs)
         said = [f"agent {name}" for name in changed]
         if workflow != self.workflow:
@@ -425,11 +428,19 @@ class WorkflowEngine:
             self._end(step, key, outcome, started=started)
             return outcome
         self._start(step, key, input=text)
-        async with self.agents.lease(step.agent) as runtime:
+        try:
+            runtime = await self.agents.acquire(step.agent)
+        except RunnerError as exc:  # its tools or model cannot open: the step fails (on_error decides)
+            outcome = _Outcome("error", error=f"agent {step.agent} could not start: {exc.message}")
+            self._end(step, key, outcome, started=started)
+            return outcome
+        try:
             if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
                 self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
                 raise _Stop(130, f"interrupted before {key} began")
             session, outcome = await self._session(runtime, text, values)
+        finally:
+            await self.agents.release(step.agent, runtime)
         self._end(step, key, outcome, started=started, session=session)
         if outcome.status == "interrupted":
             raise _Stop(130, f"interrupted during {key}")

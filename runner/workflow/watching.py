@@ -67,7 +67,11 @@ async def watch_workflow(
             files = sorted(str(p) for p in changed)
             try:
                 workflow, configs = load_workflow(engine.path, extra_vars=names_of_vars)
-                said = await engine.reload(workflow, configs)
+                # an edited tool module or template leaves the configuration as it was: its agent is
+                # built again (an edit of the team file itself shows in the configurations)
+                others = changed - {engine.path.resolve()}
+                rebuild = [name for name, config in engine.configs.items() if watched_files(config) & others]
+                said = await engine.reload(workflow, configs, rebuild=rebuild)
             except RunnerError as exc:
                 text = _message(exc)
                 report("error", f"reload failed ({names}), keeping the last good config: {text}")

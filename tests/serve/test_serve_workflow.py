@@ -417,7 +417,7 @@ def test_a_served_run_that_failed_resumes_with_runner_resume(
     assert [r["model"] for r in server.requests] == ["first", "broken", "broken", "never"]
 
 
-def test_an_agent_whose_tools_cannot_open_is_a_500_naming_why_and_the_server_goes_on(
+def test_an_agent_whose_tools_cannot_open_is_a_failed_step_naming_why_and_the_server_goes_on(
     scripted: Callable[..., ScriptedServer], agent_files: Any, serve_app: Callable[..., Any]
 ) -> None:
     models = _models()
@@ -432,10 +432,12 @@ def test_an_agent_whose_tools_cannot_open_is_a_500_naming_why_and_the_server_goe
     client = serve_app([agent_files.root]).openai()
     with pytest.raises(openai.APIStatusError) as failed:
         client.chat.completions.create(model="research", messages=[{"role": "user", "content": "x"}])
-    assert failed.value.status_code == 500
+    assert failed.value.status_code == 502
     error = failed.value.body
-    assert isinstance(error, dict) and error["code"] == "workflow_error"
-    assert error["message"].startswith("workflow research could not run: ")
+    assert isinstance(error, dict) and error["code"] == "workflow_failed"
+    assert error["message"].startswith(
+        "workflow research failed: step top failed: agent researcher could not start"
+    )
     assert "down" in error["message"] and "Traceback" not in error["message"]
     assert models.calls == {"planner": 1}  # the plan ran; the research step could not open
     answer = client.chat.completions.create(model="planner", messages=[{"role": "user", "content": "x"}])

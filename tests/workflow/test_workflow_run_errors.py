@@ -115,3 +115,37 @@ def test_resuming_a_workflow_whose_team_file_is_gone_says_so(cli: Cli, tmp_path:
     assert resumed.returncode == 2, resumed.stderr
     assert "its team file" in resumed.stderr and "is gone" in resumed.stderr
     assert "Traceback" not in resumed.stderr
+
+
+def test_a_step_whose_agent_cannot_open_its_tools_is_a_failed_step_on_error_decides(
+    cli: Cli, tmp_path: Path
+) -> None:
+    import sys
+
+    fake = Path(__file__).resolve().parent.parent / "tools_mcp" / "fake_mcp_server.py"
+    down = f"tools:\n  - mcp: {{command: {sys.executable}, args: [{fake}, --exit-now]}}\n    id: down\n"
+    flow = """workflow:
+  - {id: plan, agent: planner}
+  - {id: top, agent: broken, on_error: continue}
+  - {id: last, agent: echo, input: "top was {{ steps.top.status }}"}
+  - {id: again, agent: broken}
+"""
+    models = Models(
+        {
+            "planner": lambda body: {"tasks": []},
+            "echo": lambda body: user_text(body),
+            "broken": lambda body: "never",
+        }
+    )
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"planner": LOOSE, "echo": "", "broken": down}, flow)
+        done = cli("run", str(path), "-p", "go")
+    _one_clear_failure(
+        done.returncode, done.stderr, "step again failed", "agent broken could not start", "down"
+    )
+    record = cli.workflow_transcript()
+    ends = {e["key"]: e["status"] for e in events(record, "step_end")}
+    assert ends == {"plan": "ok", "top": "error", "last": "ok", "again": "error"}
+    assert [e["output"] for e in events(record, "step_end") if e["key"] == "last"] == ["top was error"]
+    assert [e["status"] for e in events(record, "workflow_end")] == ["error"]
+    assert "broken" not in models.calls

@@ -184,3 +184,36 @@ def test_without_watch_an_edit_changes_nothing(tmp_path: Path, cli: Cli) -> None
     assert code == 0, err
     assert seen == ["OLD-PROMPT"]
     assert "reload" not in err
+
+
+TOOL_V1 = '''
+def stamp(text: str) -> str:
+    """Stamp the text."""
+    return "v1:" + text
+'''
+
+
+def test_an_edited_tool_module_is_imported_again_for_the_next_step(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "stamp_tools.py").write_text(TOOL_V1, encoding="utf-8")
+    held = Held("ONE")
+
+    def stamping(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"content": "tool said " + str(last["content"])}
+        return {"tool_calls": [{"name": "stamp", "arguments": {"text": "x"}}]}
+
+    models = Models({"first": held, "second": stamping})
+    with ScriptedServer(models) as server:
+        team(tmp_path, server.base_url, {"first": "", "second": "tools:\n  - python: stamp_tools"}, TWO_STEPS)
+        run = Run(cli, "--watch")
+        try:
+            assert held.started.wait(30), run.err.text()
+            (tmp_path / "stamp_tools.py").write_text(TOOL_V1.replace("v1:", "v2:"), encoding="utf-8")
+            line = run.err.wait_for("reloaded")
+        finally:
+            held.release.set()
+        code, out, err = run.finish()
+    assert code == 0, err
+    assert "stamp_tools.py" in line and "agent second" in line and "agent first" not in line
+    assert out.strip() == "tool said v2:x"
