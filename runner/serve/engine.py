@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from runner.agentfile.output import OutputSchema
 from runner.errors import ModelError, OutputError, RunnerError
@@ -107,21 +107,75 @@ class EndPiece:
 Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
 
 
-class RequestRun(Protocol):
-    """One request's run as the server drives it: an agent's ``ChatRun`` or a ``WorkflowRun``."""
+class RequestRun:
+    """One request's run as the server drives it (an agent's ``ChatRun`` or a ``WorkflowRun``): a
+    task that puts ``Piece`` values on a queue, ending with an ``EndPiece``, and one access-log line."""
 
-    delivered: bool
+    #: How the access line names the run's transcript.
+    session_word = "session"
+
+    def __init__(self, name: str, on_done: Callable[[str], None] | None) -> None:
+        self.name = name
+        self.on_done = on_done
+        """Called with one access-log line when the run has ended (its name, status, time, tokens)."""
+        self.session_id: str | None = None
+        self.delivered = False
+        """Whether the consumer has taken the ``EndPiece``."""
+        self._queue: asyncio.Queue[Piece] = asyncio.Queue()
+        self._ended = False
+        self._task: asyncio.Task[None] | None = None
+        self._started = time.monotonic()
 
     @property
-    def task(self) -> asyncio.Task[None] | None: ...
+    def task(self) -> asyncio.Task[None] | None:
+        """The task that runs the request (None before ``start``)."""
+        return self._task
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Start the run (raise ``ApiError`` when it cannot start)."""
+        raise NotImplementedError
 
-    def pieces(self) -> AsyncIterator[Piece]: ...
+    def cancel(self) -> None:
+        """Stop the run unless its answer was delivered (the client went away)."""
+        raise NotImplementedError
 
-    def cancel(self) -> None: ...
+    async def pieces(self) -> AsyncIterator[Piece]:
+        """What the client should see, in order; the last one is an ``EndPiece``."""
+        while True:
+            piece = await self._queue.get()
+            if isinstance(piece, EndPiece):
+                self.delivered = True
+                yield piece
+                return
+            yield piece
 
-    async def wait_closed(self, timeout_s: float = 10.0) -> bool: ...
+    async def wait_closed(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the run has ended (its sessions closed, their tools released); False on timeout."""
+        if self._task is None:
+            return True
+        done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
+        return bool(done)
+
+    def _put(self, piece: Piece) -> None:
+        if self._ended:
+            return
+        if isinstance(piece, EndPiece):
+            self._ended = True
+            self._log(piece)
+        self._queue.put_nowait(piece)
+
+    def _log(self, end: EndPiece) -> None:
+        if self.on_done is None:
+            return
+        status = end.error.status if end.error is not None else 200
+        usage = end.usage
+        line = (
+            f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
+            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
+            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
+            + (f" {self.session_word} {self.session_id}" if self.session_id else "")
+        )
+        self.on_done(line)
 
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+", re.IGNORECASE)
@@ -174,7 +228,7 @@ def check_output(agent: OutputSchema | None, client: OutputSchema | None, *, own
     )
 
 
-class ChatRun:
+class ChatRun(RequestRun):
     """Runs one conversation turn of an agent and hands out what the client should see."""
 
     def __init__(
@@ -187,35 +241,21 @@ class ChatRun:
         tool_details: bool = True,
         answer_tool: str | None = None,
     ) -> None:
+        super().__init__(host.config.name, on_done)
         self.host = host
         self.answer_tool = answer_tool
         """The client tool the answer is a call of (a forced ``tool_choice``); None: the content."""
         self.tool_details = tool_details
         """Whether tool calls show in the answer (``<details>`` blocks); False: the text only."""
-        self.on_done = on_done
-        """Called with one access-log line when the run has ended (agent, status, time, tokens)."""
-        self._started = time.monotonic()
-        self.name = host.config.name
         self.chat = chat
         self.options = options
-        self.session_id: str | None = None
-        self.delivered = False
-        """Whether the consumer has taken the ``EndPiece``."""
-        self._queue: asyncio.Queue[Piece] = asyncio.Queue()
         self._opened = asyncio.Event()
-        self._ended = False
-        self._task: asyncio.Task[None] | None = None
         self._arguments: dict[str, str] = {}
         self._usage = Usage()
         self._said = False  # some text of an earlier turn went out (the next turn's text is set apart)
         self._turn_over = False
         self._structured = False  # the answer is JSON (output:, response_format): nothing else in the content
         self._answer: str | None = None  # the last structured answer (a turn a hook queued replaces it)
-
-    @property
-    def task(self) -> asyncio.Task[None] | None:
-        """The task that owns the session (None before ``start``)."""
-        return self._task
 
     async def start(self) -> None:
         """Open the session; raise ``ApiError`` when it cannot be opened (a tool source down, ...)."""
@@ -233,50 +273,12 @@ class ChatRun:
             assert error is not None
             raise error if isinstance(error, ApiError) else api_error(error)
 
-    async def pieces(self) -> AsyncIterator[Piece]:
-        """What the client should see, in order; the last one is an ``EndPiece``."""
-        while True:
-            piece = await self._queue.get()
-            if isinstance(piece, EndPiece):
-                self.delivered = True
-                yield piece
-                return
-            yield piece
-
     def cancel(self) -> None:
         """Stop the run unless its answer was delivered (the client went away)."""
         if self._task is not None and not self._task.done() and not self.delivered:
             self._task.cancel()
 
-    async def wait_closed(self, timeout_s: float = 10.0) -> bool:
-        """Wait until the session is closed (its tools released); False on timeout."""
-        if self._task is None:
-            return True
-        done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
-        return bool(done)
-
     # ----------------------------------------------------------------- the task
-
-    def _put(self, piece: Piece) -> None:
-        if self._ended:
-            return
-        if isinstance(piece, EndPiece):
-            self._ended = True
-            self._log(piece)
-        self._queue.put_nowait(piece)
-
-    def _log(self, end: EndPiece) -> None:
-        if self.on_done is None:
-            return
-        status = end.error.status if end.error is not None else 200
-        usage = end.usage
-        line = (
-            f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
-            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
-            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
-            + (f" session {self.session_id}" if self.session_id else "")
-        )
-        self.on_done(line)
 
     def _sink(self, event: LoopEvent) -> None:
         if isinstance(event, OutputReady):

@@ -29,7 +29,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from runner.agentfile.output import OutputSchema
@@ -41,8 +41,8 @@ from runner.serve.catalog import ServedWorkflow
 from runner.serve.engine import (
     URL,
     EndPiece,
-    Piece,
     ReasoningPiece,
+    RequestRun,
     StepRunning,
     TextPiece,
     check_output,
@@ -156,8 +156,10 @@ def _answer_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-class WorkflowRun:
+class WorkflowRun(RequestRun):
     """Runs a served workflow once for one request and hands out what the client should see."""
+
+    session_word = "workflow session"
 
     def __init__(
         self,
@@ -172,8 +174,8 @@ class WorkflowRun:
         json_answer: bool = False,
         on_done: Callable[[str], None] | None = None,
     ) -> None:
+        super().__init__(served.name, on_done)
         self.served = served
-        self.name = served.name
         self.holder = holder
         self.text = text
         self.workflow = workflow
@@ -183,21 +185,9 @@ class WorkflowRun:
         self.answer_tool = answer_tool
         self.json_answer = json_answer
         """The answer must be JSON (an ``output_schema``, a ``response_format``): notes stay out of it."""
-        self.on_done = on_done
-        self.session_id: str | None = None
-        self.delivered = False
         self.secrets = frozenset().union(*(config.secrets for config in served.configs.values()))
         self._redact = Redactor(self.secrets)
-        self._queue: asyncio.Queue[Piece] = asyncio.Queue()
-        self._ended = False
         self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._started = time.monotonic()
-
-    @property
-    def task(self) -> asyncio.Task[None] | None:
-        """The task that runs the workflow (None before ``start``)."""
-        return self._task
 
     async def start(self) -> None:
         """Open the workflow's transcript and start the run."""
@@ -216,54 +206,16 @@ class WorkflowRun:
         self.session_id = record.session_id
         self._task = asyncio.create_task(self._main(record), name=f"runner-serve-workflow-{self.name}")
 
-    async def pieces(self) -> AsyncIterator[Piece]:
-        """What the client should see, in order; the last one is an ``EndPiece``."""
-        while True:
-            piece = await self._queue.get()
-            if isinstance(piece, EndPiece):
-                self.delivered = True
-                yield piece
-                return
-            yield piece
-
     def cancel(self) -> None:
         """Stop the run unless its answer was delivered (the client went away)."""
         if self._task is not None and not self._task.done() and not self.delivered:
             self._stop.set()
-
-    async def wait_closed(self, timeout_s: float = 10.0) -> bool:
-        """Wait until the run has ended (every child session closed); False on timeout."""
-        if self._task is None:
-            return True
-        done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
-        return bool(done)
 
     # ----------------------------------------------------------------- the task
 
     def _clean(self, text: str) -> str:
         """Text for the client: secrets redacted, URLs (a model's endpoint) hidden."""
         return self._redact(URL.sub("(a URL)", text))
-
-    def _put(self, piece: Piece) -> None:
-        if self._ended:
-            return
-        if isinstance(piece, EndPiece):
-            self._ended = True
-            self._log(piece)
-        self._queue.put_nowait(piece)
-
-    def _log(self, end: EndPiece) -> None:
-        if self.on_done is None:
-            return
-        status = end.error.status if end.error is not None else 200
-        usage = end.usage
-        line = (
-            f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
-            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
-            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
-            + (f" workflow session {self.session_id}" if self.session_id else "")
-        )
-        self.on_done(line)
 
     def _on_event(self, event: dict[str, Any]) -> None:
         """A step's start or end: a line of reasoning (as ``runner run`` prints it on stderr)."""
