@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.serve.watch_common import reply, wait_for
+
 TOOLS_V1 = '''
 import time
 
@@ -17,19 +19,6 @@ def version() -> str:
     time.sleep(1.0)
     return "v1"
 '''
-
-
-def wait_for(condition: Callable[[], bool], *, timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-def reply(body: dict[str, Any]) -> dict[str, Any]:
-    if body["messages"][-1]["role"] == "user":
-        return {"tool_calls": [{"name": "version", "arguments": {}}]}
-    return {"content": f"tool said {body['messages'][-1]['content']}"}
 
 
 def test_watch_swaps_new_agents_in_and_keeps_the_last_good_config(

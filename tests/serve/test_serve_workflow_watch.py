@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.testing import ScriptedServer
+from tests.serve.watch_common import reply, wait_for
 
 TEAM = """version: 1
 agents:
@@ -35,19 +36,6 @@ def version() -> str:
     time.sleep({sleep})
     return "{version}"
 '''
-
-
-def wait_for(condition: Callable[[], bool], *, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-def reply(body: dict[str, Any]) -> dict[str, Any]:
-    if body["messages"][-1]["role"] == "user":
-        return {"tool_calls": [{"name": "version", "arguments": {}}]}
-    return {"content": f"tool said {body['messages'][-1]['content']}"}
 
 
 def test_watch_reloads_the_workflow_its_agents_and_their_tools_and_keeps_the_last_good_one(
