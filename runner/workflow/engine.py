@@ -209,9 +209,10 @@ class WorkflowEngine:
             scope: dict[str, Any] = {"steps": {}}
             try:
                 last = await self._sequence(self.workflow.steps, scope, "")
-            except _Restart:
+            except _Restart:  # the steps' notes and limits come again with the steps
                 self.done.update(self.finished)
                 self.soft_code = 0
+                self.notes.clear()
                 continue
             return self._final_output(scope, last)
 
