@@ -19,8 +19,9 @@ from pathlib import Path
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.discover import discover, search_folder, skipped_note
 from runner.agentfile.files import config_from_file, inspect_file
-from runner.agentfile.workflow import Step, WorkflowConfig, build_workflow
+from runner.agentfile.workflow import WorkflowConfig, build_workflow
 from runner.errors import ConfigError, ConfigErrors
+from runner.workflow.loading import step_agents
 
 __all__ = ["Catalog", "ServedAgent", "ServedWorkflow", "find_agent_files", "load_catalog", "load_models"]
 
@@ -52,17 +53,6 @@ class ServedWorkflow:
         ids = ", ".join(step.id for step in steps[:8]) + (", ..." if len(steps) > 8 else "")
         count = f"{len(steps)} step{'s' if len(steps) != 1 else ''}"
         return f"a workflow of {count} ({ids}) running agents {', '.join(self.configs)}"
-
-
-def step_agents(steps: tuple[Step, ...]) -> list[str]:
-    """The team agents ``steps`` run (nested steps included), in the order they first appear."""
-    names: list[str] = []
-    for step in steps:
-        inner = (*step.steps, *((step.step,) if step.step is not None else ()))
-        for name in ([step.agent] if step.agent is not None else []) + step_agents(inner):
-            if name not in names:
-                names.append(name)
-    return names
 
 
 @dataclass(frozen=True)

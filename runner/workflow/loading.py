@@ -10,7 +10,7 @@ from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import Step, WorkflowConfig
 from runner.errors import ConfigErrors
 
-__all__ = ["load_configs", "team_workflow"]
+__all__ = ["load_configs", "step_agents", "team_workflow"]
 
 
 def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConfig | None:
@@ -27,17 +27,17 @@ def team_workflow(path: Path, *, extra_vars: Iterable[str] = ()) -> WorkflowConf
     return build_workflow(loaded.document) if loaded.is_team else None
 
 
+def step_agents(steps: tuple[Step, ...]) -> list[str]:
+    """The team agents ``steps`` run (nested steps included), in the order they first appear."""
+    names: list[str] = []
+    for step in steps:
+        inner = (*step.steps, *((step.step,) if step.step is not None else ()))
+        for name in ([step.agent] if step.agent is not None else []) + step_agents(inner):
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def load_configs(path: Path, workflow: WorkflowConfig) -> dict[str, AgentConfig]:
     """The configuration of every team agent the workflow's steps name (an unknown one: ``ConfigError``)."""
-    names: list[str] = []
-
-    def walk(steps: tuple[Step, ...]) -> None:
-        for step in steps:
-            if step.agent is not None and step.agent not in names:
-                names.append(step.agent)
-            walk(step.steps)
-            if step.step is not None:
-                walk((step.step,))
-
-    walk(workflow.steps)
-    return {name: load_agent(path, agent=name) for name in names}
+    return {name: load_agent(path, agent=name) for name in step_agents(workflow.steps)}
