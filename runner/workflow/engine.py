@@ -22,7 +22,6 @@ not depend on timing.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,29 +29,26 @@ from pathlib import Path
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.output import OutputSchema
 from runner.agentfile.workflow import Step, WorkflowConfig
 from runner.errors import ConfigError, ModelError, RunnerError
 from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session
-from runner.session.decisions import LIMIT_REASONS
 from runner.session.events import LoopEvent, UsageUpdate
 from runner.text import one_line
 from runner.workflow.agents import WorkflowAgents
 from runner.workflow.budget import WorkflowBudget
 from runner.workflow.cassette import WorkflowCassette, open_cassette
-from runner.workflow.expressions import Evaluator, plain
+from runner.workflow.expressions import Evaluator
 from runner.workflow.loading import load_configs
+from runner.workflow.outcomes import Outcome, Restart, Stop, agent_outcome, final_output, worst
 from runner.workflow.record import ResumeState, WorkflowRecord
 
 __all__ = ["WorkflowEngine", "WorkflowResult", "load_configs"]
 
 #: ``loop:`` without ``max_iterations`` (``runner validate`` refuses it; a safety net).
 DEFAULT_MAX_ITERATIONS = 10
-#: The exit code of each way a workflow stops early, most important first.
-_SEVERITY = (130, 1, 3)
 
 
 @dataclass
@@ -72,32 +68,6 @@ class WorkflowResult:
     transient: bool = False
     #: Every agent step finished ``ok`` and its output (what a resume or a retry reuses).
     finished: dict[str, Any] = field(default_factory=dict)
-
-
-class _Stop(Exception):
-    """The workflow stops: a step failed (1), a budget is spent (3), Ctrl+C (130)."""
-
-    def __init__(self, code: int, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.transient = transient
-
-
-class _Restart(Exception):
-    """``--watch`` changed the workflow's steps: run them again from the top, finished steps reused."""
-
-
-@dataclass
-class _Outcome:
-    status: str  # ok | error | skipped | limit
-    output: Any = None
-    error: str | None = None
-    transient: bool = False
-
-
-def _worst(stops: list[_Stop]) -> _Stop:
-    return min(stops, key=lambda s: _SEVERITY.index(s.code) if s.code in _SEVERITY else 0)
 
 
 class WorkflowEngine:
@@ -172,7 +142,7 @@ class WorkflowEngine:
             output = await self._run_steps()
             code = self.soft_code
             status = "ok" if code == 0 else "limit"
-        except _Stop as stop:
+        except Stop as stop:
             code, status = stop.code, {1: "error", 3: "limit", 130: "interrupted"}.get(stop.code, "error")
             transient = stop.transient
             self.notes.append(stop.message)
@@ -209,7 +179,7 @@ class WorkflowEngine:
             scope: dict[str, Any] = {"steps": {}}
             try:
                 last = await self._sequence(self.workflow.steps, scope, "")
-            except _Restart:  # the steps' notes and limits come again with the steps
+            except Restart:  # the steps' notes and limits come again with the steps
                 self.done.update(self.finished)
                 self.soft_code = 0
                 self.notes.clear()
@@ -242,27 +212,7 @@ class WorkflowEngine:
         return {"tokens": usage.total_tokens, "cost_usd": usage.cost_usd}
 
     def _final_output(self, scope: dict[str, Any], last: Any) -> Any:
-        workflow = self.workflow
-        value = last
-        if workflow.output is not None:
-            try:
-                value = self.evaluator.render(workflow.output, self._context(scope), where="workflow output")
-            except ConfigError as exc:  # the data the steps gave does not fit the template
-                raise _Stop(1, f"the workflow's output did not render: {exc.message}") from None
-        if workflow.output_schema is not None:
-            if isinstance(value, str):
-                try:
-                    value = json.loads(value)
-                except json.JSONDecodeError as exc:
-                    raise _Stop(
-                        1, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
-                    ) from None
-            problems = OutputSchema(workflow.output_schema, where="the workflow's output_schema").problems(
-                value
-            )
-            if problems:
-                raise _Stop(1, "the workflow's output does not match output_schema: " + "; ".join(problems))
-        return value
+        return final_output(self.workflow, self.evaluator, self._context(scope), last)
 
     # ----------------------------------------------------------------- steps
 
@@ -278,16 +228,16 @@ class WorkflowEngine:
             if not prefix and self._pending is not None:
                 self.workflow, self._pending = self._pending, None
                 self.budget.limits = self.workflow.limits
-                raise _Restart
+                raise Restart
             last = (await self._step(step, scope, prefix)).output
         return last
 
-    async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> _Outcome:
+    async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> Outcome:
         key = prefix + step.id
         # A finished agent step is reused as it is; a finished parallel, for_each or loop runs again
         # over its finished sub-steps (all reused), so that their own ids are in ``steps`` again.
         if key in self.done and step.kind == "agent":
-            outcome = _Outcome("ok", self.done[key])
+            outcome = Outcome("ok", self.done[key])
             if key not in self.finished:  # a --watch restart reuses quietly what this run did
                 self.on_event({"type": "step_reused", "key": key, "id": step.id})
         else:
@@ -296,18 +246,18 @@ class WorkflowEngine:
             self.finished[key] = outcome.output
         scope["steps"][step.id] = {"output": outcome.output, "status": outcome.status}
         if outcome.status == "error" and step.on_error == "stop":
-            raise _Stop(1, f"step {key} failed: {outcome.error}", transient=outcome.transient)
+            raise Stop(1, f"step {key} failed: {outcome.error}", transient=outcome.transient)
         return outcome
 
-    async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+    async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
         context = self._context(scope)
         try:
             if step.when is not None and not self.evaluator.truth(step.when, context, where=f"{key}: when"):
-                outcome = _Outcome("skipped")
+                outcome = Outcome("skipped")
                 self._end(step, key, outcome, started=time.monotonic())
                 return outcome
         except ConfigError as exc:
-            outcome = _Outcome("error", error=exc.message)
+            outcome = Outcome("error", error=exc.message)
             self._end(step, key, outcome, started=time.monotonic())
             return outcome
         if step.kind == "agent":
@@ -322,7 +272,7 @@ class WorkflowEngine:
             else:
                 outcome = await self._loop(step, key, scope)
         except ConfigError as exc:
-            outcome = _Outcome("error", error=exc.message)
+            outcome = Outcome("error", error=exc.message)
         self._end(step, key, outcome, started=started)
         return outcome
 
@@ -342,25 +292,25 @@ class WorkflowEngine:
                     raise
         else:
             results = list(await asyncio.gather(*work, return_exceptions=True))
-        stops = [r for r in results if isinstance(r, _Stop)]
+        stops = [r for r in results if isinstance(r, Stop)]
         for result in results:
-            if isinstance(result, BaseException) and not isinstance(result, _Stop):
+            if isinstance(result, BaseException) and not isinstance(result, Stop):
                 raise result
         if stops:
-            raise _worst(stops)
+            raise worst(stops)
         return results
 
-    async def _parallel(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+    async def _parallel(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
         prefix = f"{key}/"
         outcomes = await self._gather([self._step(sub, scope, prefix) for sub in step.steps])
-        return _Outcome("ok", {sub.id: o.output for sub, o in zip(step.steps, outcomes, strict=True)})
+        return Outcome("ok", {sub.id: o.output for sub, o in zip(step.steps, outcomes, strict=True)})
 
-    async def _for_each(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+    async def _for_each(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
         assert step.for_each is not None and step.step is not None
         items = self.evaluator.evaluate(step.for_each, self._context(scope), where=f"{key}: for_each")
         if not isinstance(items, list | tuple):
             kind = type(items).__name__
-            return _Outcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
+            return Outcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
         gate = asyncio.Semaphore(max(1, step.max_parallel))
         inner = step.step
 
@@ -370,9 +320,9 @@ class WorkflowEngine:
                 return (await self._step(inner, item_scope, f"{key}[{index}]/")).output
 
         outputs = await self._gather([one(i, item) for i, item in enumerate(items)])
-        return _Outcome("ok", outputs)
+        return Outcome("ok", outputs)
 
-    async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> _Outcome:
+    async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
         most = step.max_iterations or DEFAULT_MAX_ITERATIONS
         last: Any = None
         outer = scope.get("iteration")  # a loop inside a loop: the outer one's comes back after
@@ -383,28 +333,28 @@ class WorkflowEngine:
                 if step.until is not None and self.evaluator.truth(
                     step.until, self._context(scope), where=f"{key}: until"
                 ):
-                    return _Outcome("ok", last)
+                    return Outcome("ok", last)
         finally:
             if outer is None:
                 scope.pop("iteration", None)
             else:
                 scope["iteration"] = outer
         if step.until is None:
-            return _Outcome("ok", last)
+            return Outcome("ok", last)
         note = f"loop {key} stopped at max_iterations ({most}) before its until held: {step.until}"
         self.notes.append(note)
         self.soft_code = max(self.soft_code, 3)
-        return _Outcome("limit", last, error=note)
+        return Outcome("limit", last, error=note)
 
     # ----------------------------------------------------------------- agent steps
 
     def _check_start(self, key: str) -> None:
         """Refuse to start ``key`` after Ctrl+C or once the workflow's budget is spent."""
         if self.interrupted:
-            raise _Stop(130, "interrupted")
+            raise Stop(130, "interrupted")
         spent = self.budget.refuse()
         if spent is not None:
-            raise _Stop(3, f"{spent}: {key} and the steps after it did not start")
+            raise Stop(3, f"{spent}: {key} and the steps after it did not start")
 
     def _inputs(self, step: Step, key: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         text = self.input
@@ -418,40 +368,40 @@ class WorkflowEngine:
         }
         return text, values
 
-    async def _agent(self, step: Step, key: str, context: dict[str, Any]) -> _Outcome:
+    async def _agent(self, step: Step, key: str, context: dict[str, Any]) -> Outcome:
         assert step.agent is not None
         self._check_start(key)
         started = time.monotonic()
         try:
             text, values = self._inputs(step, key, context)
         except ConfigError as exc:
-            outcome = _Outcome("error", error=exc.message)
+            outcome = Outcome("error", error=exc.message)
             self._end(step, key, outcome, started=started)
             return outcome
         self._start(step, key, input=text)
         try:
             runtime = await self.agents.acquire(step.agent)
         except RunnerError as exc:  # its tools or model cannot open: the step fails (on_error decides)
-            outcome = _Outcome("error", error=f"agent {step.agent} could not start: {exc.message}")
+            outcome = Outcome("error", error=f"agent {step.agent} could not start: {exc.message}")
             self._end(step, key, outcome, started=started)
             return outcome
         try:
             if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
-                self._end(step, key, _Outcome("interrupted", error="interrupted"), started=started)
-                raise _Stop(130, f"interrupted before {key} began")
+                self._end(step, key, Outcome("interrupted", error="interrupted"), started=started)
+                raise Stop(130, f"interrupted before {key} began")
             session, outcome = await self._session(runtime, text, values)
         finally:
             await self.agents.release(step.agent, runtime)
         self._end(step, key, outcome, started=started, session=session)
         if outcome.status == "interrupted":
-            raise _Stop(130, f"interrupted during {key}")
+            raise Stop(130, f"interrupted during {key}")
         if outcome.status == "limit":
-            raise _Stop(3, f"{key}: {outcome.error}")
+            raise Stop(3, f"{key}: {outcome.error}")
         return outcome
 
     async def _session(
         self, runtime: AgentRuntime, text: str, values: dict[str, Any]
-    ) -> tuple[Session, _Outcome]:
+    ) -> tuple[Session, Outcome]:
         """One agent step's child session on ``runtime``, run to its end, and what it gave."""
         options = RunOptions(
             variables={**self.variables, **values},
@@ -464,9 +414,9 @@ class WorkflowEngine:
             result = await session.run([text])
         except RunnerError as exc:
             transient = isinstance(exc, ModelError) and exc.transient
-            outcome = _Outcome("error", error=exc.message, transient=transient)
+            outcome = Outcome("error", error=exc.message, transient=transient)
         else:
-            outcome = self._agent_outcome(runtime, result)
+            outcome = agent_outcome(runtime, result)
         finally:
             self._sessions.discard(session)
             await session.close()
@@ -479,20 +429,6 @@ class WorkflowEngine:
                 self.on_usage(event.call)
             self.budget.share(self._sessions)
 
-    @staticmethod
-    def _agent_outcome(runtime: AgentRuntime, result: Any) -> _Outcome:
-        reason = result.reason
-        if reason == "interrupted":
-            return _Outcome("interrupted", error="interrupted")
-        if result.limit is not None or reason in LIMIT_REASONS:
-            why = result.limit.message if result.limit is not None else reason
-            return _Outcome("limit", error=why)
-        if reason not in ("done",):
-            return _Outcome("error", error=f"the agent's turn ended: {reason}")
-        if runtime.config.output is not None:
-            return _Outcome("ok", plain(result.data))
-        return _Outcome("ok", result.output)
-
     # ----------------------------------------------------------------- records
 
     def _start(self, step: Step, key: str, **data: Any) -> None:
@@ -501,7 +437,7 @@ class WorkflowEngine:
         self.on_event({"type": "step_start", **event})
 
     def _end(
-        self, step: Step, key: str, outcome: _Outcome, *, started: float, session: Session | None = None
+        self, step: Step, key: str, outcome: Outcome, *, started: float, session: Session | None = None
     ) -> None:
         event: dict[str, Any] = {
             "key": key,

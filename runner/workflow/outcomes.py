@@ -1,0 +1,86 @@
+"""How steps and workflow runs end: ``Outcome`` (a step's), ``Stop`` (the run's), the workflow's answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runner.agentfile.output import OutputSchema
+from runner.agentfile.workflow import WorkflowConfig
+from runner.errors import ConfigError
+from runner.runtime.runtime import AgentRuntime
+from runner.session.decisions import LIMIT_REASONS
+from runner.workflow.expressions import Evaluator, plain
+
+__all__ = ["SEVERITY", "Outcome", "Restart", "Stop", "agent_outcome", "final_output", "worst"]
+
+#: The exit code of each way a workflow stops early, most important first.
+SEVERITY = (130, 1, 3)
+
+
+class Stop(Exception):
+    """The workflow stops: a step failed (1), a budget is spent (3), Ctrl+C (130)."""
+
+    def __init__(self, code: int, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.transient = transient
+
+
+class Restart(Exception):
+    """``--watch`` changed the workflow's steps: run them again from the top, finished steps reused."""
+
+
+@dataclass
+class Outcome:
+    """How one step ended, and its output."""
+
+    status: str  # ok | error | skipped | limit | interrupted
+    output: Any = None
+    error: str | None = None
+    transient: bool = False
+
+
+def worst(stops: list[Stop]) -> Stop:
+    """Of several ways steps running at once stopped, the one the run ends with."""
+    return min(stops, key=lambda s: SEVERITY.index(s.code) if s.code in SEVERITY else 0)
+
+
+def final_output(workflow: WorkflowConfig, evaluator: Evaluator, context: dict[str, Any], last: Any) -> Any:
+    """The workflow's answer: its ``output`` template rendered (else the last step's output), checked
+    against ``output_schema``; ``Stop(1)`` when it does not render or match."""
+    value = last
+    if workflow.output is not None:
+        try:
+            value = evaluator.render(workflow.output, context, where="workflow output")
+        except ConfigError as exc:  # the data the steps gave does not fit the template
+            raise Stop(1, f"the workflow's output did not render: {exc.message}") from None
+    if workflow.output_schema is not None:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise Stop(
+                    1, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
+                ) from None
+        problems = OutputSchema(workflow.output_schema, where="the workflow's output_schema").problems(value)
+        if problems:
+            raise Stop(1, "the workflow's output does not match output_schema: " + "; ".join(problems))
+    return value
+
+
+def agent_outcome(runtime: AgentRuntime, result: Any) -> Outcome:
+    """What an agent step's finished session gave: its output, or why it did not."""
+    reason = result.reason
+    if reason == "interrupted":
+        return Outcome("interrupted", error="interrupted")
+    if result.limit is not None or reason in LIMIT_REASONS:
+        why = result.limit.message if result.limit is not None else reason
+        return Outcome("limit", error=why)
+    if reason not in ("done",):
+        return Outcome("error", error=f"the agent's turn ended: {reason}")
+    if runtime.config.output is not None:
+        return Outcome("ok", plain(result.data))
+    return Outcome("ok", result.output)
