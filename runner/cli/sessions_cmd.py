@@ -97,10 +97,16 @@ def _list(agent: str | None, rev: str | None) -> None:
             if commit is None or commit not in _recorded_commits(t.header):
                 continue
         shown += 1
-        messages = t.messages()
-        first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        if "workflow" in t.header:  # its steps, and the input it began with
+            ends = [e for e in t.events() if e.get("event") == "step_end"]
+            count, unit = sum(1 for e in ends if (e.get("data") or {}).get("kind") == "agent"), "steps"
+            first = t.header.get("input") or ""
+        else:
+            messages = t.messages()
+            count, unit = len(messages), "msgs"
+            first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
         typer.echo(
-            f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {len(messages):>4} msgs  "
+            f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {count:>4} {unit:<5} "
             f"{' '.join(str(first).split())[:60]}"
         )
     if rev is not None and paths and not resolved:

@@ -314,7 +314,16 @@ class Transcript:
         """How the session's last turn ended: ``done``, ``failed``, ``interrupted`` or ``limit``.
 
         ``interrupted`` also covers a process that died mid-turn (its history waits for the model).
+        A workflow's transcript says how its last run ended (``workflow_end``), ``interrupted``
+        when none ended it (the process died).
         """
+        if "workflow" in self.header:
+            ends = [
+                r.get("data") or {} for r in self.events() if r.get("event") in ("workflow_end", "resume")
+            ]
+            if not ends or "status" not in ends[-1]:
+                return "interrupted"
+            return {"ok": "done", "error": "failed"}.get(str(ends[-1]["status"]), str(ends[-1]["status"]))
         status = "done"
         for record in self.events():
             name = record.get("event")

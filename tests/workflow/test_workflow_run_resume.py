@@ -153,8 +153,13 @@ def test_e_a_workflow_killed_with_sigkill_resumes_from_its_last_finished_step(
         _wait_for(lambda: models.calls.get("flaky", 0) == 1)
         os.kill(process.pid, signal.SIGKILL)
         process.communicate(timeout=30)
+        killed = cli("sessions", "list").stdout
         slow["delay"] = 0.0
         resumed = cli("resume", cli.workflow_transcript().stem)
+        listed = cli("sessions", "list").stdout
+    stem = cli.workflow_transcript().stem
+    assert [x.split()[1] for x in killed.splitlines() if x.startswith(stem)] == ["interrupted"]
+    assert [x.split()[1] for x in listed.splitlines() if x.startswith(stem)] == ["done"]
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "THREE AFTER SECOND"
     assert models.calls == {"echo": 2, "flaky": 2}
@@ -222,6 +227,8 @@ def test_i_a_workflow_resumes_on_its_own_input_and_sessions_list_shows_it(cli: C
     assert refused.returncode == 2 and "resumes on the input it began with" in refused.stderr
     assert models.calls == {"echo": 1, "flaky": 1}
     assert listed.returncode == 0 and record.stem in listed.stdout
+    (line,) = [x for x in listed.stdout.splitlines() if x.startswith(record.stem)]
+    assert line.split()[1:3] == ["failed", "team"] and line.endswith("2 steps go")  # two agent steps ran
 
 
 def test_j_resume_after_a_finished_parallel_step_still_sees_its_sub_steps(cli: Cli, tmp_path: Path) -> None:
