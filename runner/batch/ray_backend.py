@@ -45,6 +45,8 @@ log = logging.getLogger("runner.batch")
 
 #: How many times an item is sent again after the actor running it died.
 WORKER_RETRIES = 2
+#: How long an item waits for actors that are unavailable (restarting after a death) before it fails.
+UNAVAILABLE_S = 60.0
 #: Seconds the actors have to start (runtime environment, imports, the agent's runtime).
 READY_TIMEOUT_S = 300.0
 #: Seconds the actors have to close their runtimes at the end.
@@ -183,6 +185,8 @@ class RayBatch(Batch):
         self._connected = False  # this batch called ray.init (and calls ray.shutdown)
         self._pool: list[Any] = []
         self._busy: list[int] = []
+        #: Actors seen unavailable (restarting), until when they are passed over.
+        self._down: dict[int, float] = {}
         self._limiter_actor: Any = None
         self._temp_dir: str | None = None  # the local Ray's (none with --address)
 
@@ -307,23 +311,44 @@ class RayBatch(Batch):
     # ----------------------------------------------------------------- items
 
     def _pick(self) -> int:
-        busy = self._busy
-        return busy.index(min(busy))
+        """The least busy actor, passing over those seen restarting (unless all are)."""
+        now = time.monotonic()
+        up = [i for i in range(len(self._busy)) if self._down.get(i, 0.0) <= now] or list(
+            range(len(self._busy))
+        )
+        return min(up, key=lambda i: self._busy[i])
 
     async def run_item(self, item: BatchItem) -> ItemResult:
-        """The item on the least busy actor; again on another when the one running it dies."""
+        """The item on the least busy actor; again on another when the one running it dies.
+
+        An actor that died is restarted by Ray; until it is back, calls to it fail as unavailable.
+        Those are not counted as more deaths: the item waits (up to ``UNAVAILABLE_S``) and goes to
+        an actor that is up, or to the restarted one.
+        """
         ray = self._ray
         started = time.monotonic()
-        lost = ""
-        for attempt in range(1 + WORKER_RETRIES):
-            if attempt and self.interrupted:
-                break
+        lost, deaths, pause = "", 0, 0.1
+        while deaths <= WORKER_RETRIES and not (lost and self.interrupted):
             index = self._pick()
             self._busy[index] += 1
             try:
                 record = await self._pool[index].run.remote(item)
-            except ray.exceptions.RayActorError as exc:
+            except ray.exceptions.ActorUnavailableError as exc:
                 lost = _first_line(exc)
+                if self._down.get(index, 0.0) <= time.monotonic():  # newly down: it died
+                    deaths += 1
+                    self.worker_deaths += 1
+                    log.warning("batch item %s: its Ray worker died (%s); sending it again", item.id, lost)
+                self._down[index] = time.monotonic() + 1.0
+                if time.monotonic() - started > UNAVAILABLE_S:
+                    return self._failed(
+                        item, started, f"its Ray workers were unavailable for {UNAVAILABLE_S:.0f} s ({lost})"
+                    )
+                await asyncio.sleep(pause)
+                pause = min(1.0, pause * 2)
+                continue
+            except ray.exceptions.RayActorError as exc:
+                lost, deaths = _first_line(exc), deaths + 1
                 self.worker_deaths += 1
                 log.warning("batch item %s: its Ray worker died (%s); sending it again", item.id, lost)
                 continue
@@ -336,7 +361,7 @@ class RayBatch(Batch):
             result.interrupted = interrupted
             self._count(_usage(result))
             return result
-        message = f"its Ray worker died {WORKER_RETRIES + 1} times ({lost})"
+        message = f"its Ray worker died {deaths} times ({lost})"
         return self._failed(item, started, message, interrupted=self.interrupted)
 
     def _failed(
