@@ -26,7 +26,7 @@ from runner.session.decisions import LIMIT_REASONS
 from runner.session.events import AssistantMessage, LoopEvent, UsageUpdate
 from runner.store.transcript import new_session_id, sessions_dir
 
-__all__ = ["ItemRunner", "is_transient", "retrying"]
+__all__ = ["ItemRunner", "ItemRunnerBase", "is_transient"]
 
 log = logging.getLogger("runner.batch")
 
@@ -39,22 +39,64 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ModelError) and exc.transient
 
 
-async def retrying(
-    attempt: Callable[[int], Awaitable[ItemResult]],
-    *,
-    retries: int,
-    stopped: Callable[[], bool],
-    sleep: Callable[[float], Any],
-) -> ItemResult:
-    """``attempt(1)``, and again (2, 3, ...) after a transient failure, up to ``retries`` more times,
-    with a growing pause between; no more once ``stopped()`` (Ctrl+C)."""
-    number = 0
-    while True:
-        number += 1
-        result = await attempt(number)
-        if not result.transient or number > retries or stopped():
-            return result
-        await sleep(BACKOFF_S[min(number, len(BACKOFF_S)) - 1])
+class ItemRunnerBase:
+    """What every item runner shares: the options, ``interrupt()`` of what runs (sessions, workflow
+    engines: anything with ``interrupt()``), and ``run(item)``: the item's attempts, again after a
+    transient failure up to ``retries`` times with a growing pause, no more after Ctrl+C."""
+
+    def __init__(
+        self,
+        *,
+        agent_sha256: str,
+        variables: Mapping[str, Any] | None,
+        retries: int,
+        assume_yes: bool,
+        on_usage: Callable[[Usage], None] | None,
+        sleep: Callable[[float], Any],
+    ) -> None:
+        self.agent_sha256 = agent_sha256
+        self.variables = dict(variables or {})
+        self.retries = max(0, retries)
+        self.assume_yes = assume_yes
+        self.on_usage = on_usage
+        """Called with each model call's usage as replies arrive (batch budgets, progress)."""
+        self._sleep = sleep
+        self._running: set[Any] = set()  # what ``interrupt`` stops
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        """Stop every running item (its turn ends with every call answered; no retry follows)."""
+        self._interrupted = True
+        for running in list(self._running):
+            running.interrupt()
+
+    def attempts(self, item: BatchItem) -> Callable[[int], Awaitable[ItemResult]]:
+        """How to make the n-th attempt at ``item`` (from 1)."""
+        raise NotImplementedError
+
+    async def run(self, item: BatchItem) -> ItemResult:
+        """Run ``item`` (with retries of transient failures); never raises for the item's own errors."""
+        started = time.monotonic()
+        result = self._result(item, status="error", error=item.problem, attempts=0)
+        if item.problem is None:
+            attempt, number = self.attempts(item), 0
+            while True:
+                number += 1
+                result = await attempt(number)
+                if not result.transient or number > self.retries or self._interrupted:
+                    break
+                await self._sleep(BACKOFF_S[min(number, len(BACKOFF_S)) - 1])
+        result.duration_s = round(time.monotonic() - started, 4)
+        return result
+
+    def _result(self, item: BatchItem, **fields: Any) -> ItemResult:
+        return ItemResult(
+            id=item.id,
+            line=item.line,
+            input_sha256=item.sha256,
+            agent_sha256=self.agent_sha256,
+            **fields,
+        )
 
 
 @dataclass
@@ -66,7 +108,7 @@ class _Attempt:
     tools: list[str] = field(default_factory=list)
 
 
-class ItemRunner:
+class ItemRunner(ItemRunnerBase):
     """Runs items on ``runtime``, one new session each; results are plain records."""
 
     def __init__(
@@ -80,37 +122,19 @@ class ItemRunner:
         on_usage: Callable[[Usage], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
+        super().__init__(
+            agent_sha256=agent_sha256 or runtime.provenance.sha256,
+            variables=variables,
+            retries=retries,
+            assume_yes=assume_yes,
+            on_usage=on_usage,
+            sleep=sleep,
+        )
         self.runtime = runtime
-        self.agent_sha256 = agent_sha256 or runtime.provenance.sha256
-        self.variables = dict(variables or {})
-        self.retries = max(0, retries)
-        self.assume_yes = assume_yes
-        self.on_usage = on_usage
-        """Called with each model call's usage as replies arrive (batch budgets, progress)."""
-        self._sleep = sleep
-        self._sessions: set[Session] = set()
         self._ids: set[str | None] = set()  # the session ids of the items running now
-        self._interrupted = False
 
-    def interrupt(self) -> None:
-        """Stop every running item (its turn ends with every call answered; no retry follows)."""
-        self._interrupted = True
-        for session in list(self._sessions):
-            session.interrupt()
-
-    async def run(self, item: BatchItem) -> ItemResult:
-        """Run ``item`` (with retries of transient failures); never raises for the item's own errors."""
-        started = time.monotonic()
-        result = self._result(item, status="error", error=item.problem, attempts=0)
-        if item.problem is None:
-            result = await retrying(
-                lambda attempt: self._attempt(item, attempt),
-                retries=self.retries,
-                stopped=lambda: self._interrupted,
-                sleep=self._sleep,
-            )
-        result.duration_s = round(time.monotonic() - started, 4)
-        return result
+    def attempts(self, item: BatchItem) -> Callable[[int], Awaitable[ItemResult]]:
+        return lambda attempt: self._attempt(item, attempt)
 
     async def _attempt(self, item: BatchItem, attempt: int) -> ItemResult:
         seen = _Attempt()
@@ -128,7 +152,7 @@ class ItemRunner:
         try:
             seen.session_id = self._new_session_id()
             session = Session(self.runtime, sink=sink, options=options, session_id=seen.session_id)
-            self._sessions.add(session)
+            self._running.add(session)
             if self._interrupted:
                 return self._failed(item, seen, attempt, "interrupted before it started")
             run = await session.run([item.input])
@@ -140,7 +164,7 @@ class ItemRunner:
             return self._failed(item, seen, attempt, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             if session is not None:
-                self._sessions.discard(session)
+                self._running.discard(session)
                 await asyncio.shield(session.close())
             self._ids.discard(seen.session_id)
 
@@ -153,15 +177,6 @@ class ItemRunner:
             if session_id not in self._ids and not (folder / f"{session_id}.jsonl").exists():
                 self._ids.add(session_id)
                 return session_id
-
-    def _result(self, item: BatchItem, **fields: Any) -> ItemResult:
-        return ItemResult(
-            id=item.id,
-            line=item.line,
-            input_sha256=item.sha256,
-            agent_sha256=self.agent_sha256,
-            **fields,
-        )
 
     def _finished(self, item: BatchItem, run: RunResult, attempt: int, tools: list[str]) -> ItemResult:
         reason = run.reason

@@ -17,15 +17,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import WorkflowConfig
 from runner.batch.inputs import BatchItem
-from runner.batch.item import retrying
+from runner.batch.item import ItemRunnerBase
 from runner.batch.record import ItemResult, Status
 from runner.errors import RunnerError
 from runner.models.base import Usage
@@ -54,7 +53,7 @@ def answer_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-class WorkflowItemRunner:
+class WorkflowItemRunner(ItemRunnerBase):
     """Runs items through ``workflow`` (the team file at ``path``), on the shared ``agents``."""
 
     def __init__(
@@ -77,41 +76,27 @@ class WorkflowItemRunner:
         self.configs = dict(configs)
         self.agents = agents
         self.settings = settings
-        self.agent_sha256 = agent_sha256
-        self.variables = dict(variables or {})
-        self.retries = max(0, retries)
-        self.assume_yes = assume_yes
-        self.on_usage = on_usage
-        self._sleep = sleep
+        super().__init__(
+            agent_sha256=agent_sha256,
+            variables=variables,
+            retries=retries,
+            assume_yes=assume_yes,
+            on_usage=on_usage,
+            sleep=sleep,
+        )
         self._secrets = frozenset().union(*(config.secrets for config in self.configs.values()))
         self._models = ", ".join(sorted({c.model.id for c in self.configs.values() if c.model is not None}))
-        self._engines: set[WorkflowEngine] = set()
-        self._interrupted = False
 
-    def interrupt(self) -> None:
-        """Stop every running workflow (each running step ends its turn cleanly; no retry follows)."""
-        self._interrupted = True
-        for engine in list(self._engines):
-            engine.interrupt()
+    def attempts(self, item: BatchItem) -> Callable[[int], Awaitable[ItemResult]]:
+        """The n-th attempt resumes the one before (its transcript, its finished steps)."""
+        previous: tuple[WorkflowRecord, WorkflowResult] | None = None
 
-    async def run(self, item: BatchItem) -> ItemResult:
-        """Run ``item`` (again after a transient failure, finished steps reused); never raises for
-        the item's own errors."""
-        started = time.monotonic()
-        result = self._result(item, status="error", error=item.problem, attempts=0)
-        if item.problem is None:
-            previous: tuple[WorkflowRecord, WorkflowResult] | None = None
+        async def attempt(number: int) -> ItemResult:
+            nonlocal previous
+            outcome, previous = await self._attempt(item, number, previous)
+            return outcome
 
-            async def attempt(number: int) -> ItemResult:
-                nonlocal previous
-                outcome, previous = await self._attempt(item, number, previous)
-                return outcome
-
-            result = await retrying(
-                attempt, retries=self.retries, stopped=lambda: self._interrupted, sleep=self._sleep
-            )
-        result.duration_s = round(time.monotonic() - started, 4)
-        return result
+        return attempt
 
     async def _attempt(
         self, item: BatchItem, attempt: int, previous: tuple[WorkflowRecord, WorkflowResult] | None
@@ -145,13 +130,13 @@ class WorkflowItemRunner:
                 agents=self.agents,
                 on_usage=self.on_usage,
             )
-            self._engines.add(engine)
+            self._running.add(engine)
             if self._interrupted:
                 engine.interrupt()
             try:
                 run = await engine.run()
             finally:
-                self._engines.discard(engine)
+                self._running.discard(engine)
         except RunnerError as exc:  # the transcript could not be written, an agent could not open
             return self._failed(item, record, attempt, str(exc)), previous
         except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on
@@ -182,11 +167,6 @@ class WorkflowItemRunner:
             write=settings.write_transcript,
             fsync=settings.fsync,
             resume=resumed,
-        )
-
-    def _result(self, item: BatchItem, **fields: Any) -> ItemResult:
-        return ItemResult(
-            id=item.id, line=item.line, input_sha256=item.sha256, agent_sha256=self.agent_sha256, **fields
         )
 
     def _finished(self, item: BatchItem, run: WorkflowResult, attempt: int) -> ItemResult:
