@@ -23,12 +23,9 @@ from runner.errors import ConfigError
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import Transcript
 from runner.workflow.loading import team_workflow
+from runner.workflow.progress import step_line
 
 __all__ = ["resume_workflow", "run_workflow", "team_workflow"]
-
-
-def _money(cost: float | None) -> str:
-    return f"${cost:.4f}" if cost is not None else "cost unknown"
 
 
 class _Progress:
@@ -45,18 +42,8 @@ class _Progress:
         if self.json_output:
             self.emit(event)
             return
-        key, kind = event["key"], event["type"]
-        if kind == "step_start":
-            what = f"agent {event['agent']}" if event.get("agent") else event.get("kind", "")
-            typer.echo(f"[{key}] started ({what})", err=True)
-        elif kind == "step_reused":
-            typer.echo(f"[{key}] done earlier (recorded output reused)", err=True)
-        elif kind == "step_end":
-            line = f"[{key}] {event['status']} in {event['duration_s']:.2f} s"
-            if event.get("kind") == "agent" and "tokens" in event:
-                line += f", {event['tokens']} tokens, {_money(event.get('cost_usd'))}"
-            if event.get("error"):
-                line += f": {event['error']}"
+        line = step_line(event)
+        if line is not None:
             typer.echo(line, err=True)
 
 

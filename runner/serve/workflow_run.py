@@ -51,6 +51,7 @@ from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.store.transcript import Redactor
 from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult, open_record
+from runner.workflow.progress import step_line
 
 __all__ = ["INTERRUPT_GRACE_S", "WorkflowRun", "lowered_workflow", "open_workflow_run", "workflow_input"]
 
@@ -219,17 +220,10 @@ class WorkflowRun(RequestRun):
 
     def _on_event(self, event: dict[str, Any]) -> None:
         """A step's start or end: a line of reasoning (as ``runner run`` prints it on stderr)."""
-        key, kind = event.get("key", ""), event.get("type")
-        if kind == "step_start":
-            what = f"agent {event['agent']}" if event.get("agent") else str(event.get("kind", ""))
-            self._put(StepRunning(key, event.get("agent")))
-            self._put(ReasoningPiece(f"[{key}] started ({what})\n"))
-        elif kind == "step_end":
-            line = f"[{key}] {event.get('status')} in {float(event.get('duration_s') or 0):.2f} s"
-            if event.get("kind") == "agent" and "tokens" in event:
-                line += f", {event['tokens']} tokens"
-            if event.get("error"):
-                line += f": {event['error']}"
+        if event.get("type") == "step_start":
+            self._put(StepRunning(event.get("key", ""), event.get("agent")))
+        line = step_line(event, cost=False)
+        if line is not None and event.get("type") != "step_reused":
             self._put(ReasoningPiece(self._clean(line) + "\n"))
 
     async def _main(self, record: WorkflowRecord) -> None:
