@@ -35,11 +35,10 @@ from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import load_catalog
 from runner.serve.engine import ChatRun, EndPiece, RequestRun, StepRunning, ToolRunning
 from runner.serve.history import parse_conversation
-from runner.serve.protocol import ApiError, ChatRequest, model_params, parse_chat_request, request_limits
+from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
 from runner.serve.reload import CatalogHolder
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
 from runner.serve.workflow_run import open_workflow_run
-from runner.session import RunOptions
 
 __all__ = ["Pipe"]
 
@@ -160,19 +159,7 @@ class Pipe:
         agent, host = holder.get(name), holder.host(name)
         if agent is None or host is None:
             raise ApiError(404, f"no agent named '{name}' under {self.valves.AGENT_PATHS} (and no workflow)")
-        options = RunOptions(
-            params=model_params(agent.config, chat),
-            client_tools=list(chat.client_tools),
-            limits=request_limits(chat),
-            output=chat.output,
-        )
-        return ChatRun(
-            host,
-            parse_conversation(chat.messages),
-            options=options,
-            tool_details=agent.config.tool_details,
-            answer_tool=chat.answer_tool,
-        )
+        return ChatRun.for_request(host, parse_conversation(chat.messages), chat)
 
     async def _events(
         self, run: RequestRun, emit: EventEmitter | None, writer: ChunkWriter

@@ -42,12 +42,11 @@ from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
 from runner.serve.engine import ChatRun, RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
-from runner.serve.protocol import ApiError, ChatRequest, model_params, request_limits
+from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
 from runner.serve.workflow_run import open_workflow_run
-from runner.session import RunOptions
 from runner.text import utf8
 
 __all__ = [
@@ -209,20 +208,7 @@ def _request_run(
             param="model",
             code="model_not_found",
         )
-    options = RunOptions(
-        params=model_params(agent.config, chat),
-        client_tools=list(chat.client_tools),
-        limits=request_limits(chat),
-        output=chat.output,
-    )
-    return ChatRun(
-        host,
-        history,
-        options=options,
-        on_done=report,
-        tool_details=tool_details and agent.config.tool_details,  # --plain, or the agent's serve:
-        answer_tool=chat.answer_tool,
-    )
+    return ChatRun.for_request(host, history, chat, on_done=report, tool_details=tool_details)
 
 
 def create_app(

@@ -27,7 +27,7 @@ from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost
 from runner.serve.details import ToolBlock
 from runner.serve.history import ChatHistory
-from runner.serve.protocol import CLIENT_SCHEMA, ApiError
+from runner.serve.protocol import CLIENT_SCHEMA, ApiError, ChatRequest, model_params, request_limits
 from runner.session import RunOptions, Session
 from runner.session.events import (
     AssistantMessage,
@@ -256,6 +256,35 @@ class ChatRun(RequestRun):
         self._turn_over = False
         self._structured = False  # the answer is JSON (output:, response_format): nothing else in the content
         self._answer: str | None = None  # the last structured answer (a turn a hook queued replaces it)
+
+    @classmethod
+    def for_request(
+        cls,
+        host: RuntimeHost,
+        history: ChatHistory,
+        chat: ChatRequest,
+        *,
+        on_done: Callable[[str], None] | None = None,
+        tool_details: bool = True,
+    ) -> ChatRun:
+        """The run of ``chat`` on the agent of ``host``: the request's parameters and limits (which
+        only lower the agent's), its client tools and answer schema; ``tool_details`` False (the
+        server's ``--plain``) or the agent's own ``serve:`` setting hides tool calls."""
+        config = host.config
+        options = RunOptions(
+            params=model_params(config, chat),
+            client_tools=list(chat.client_tools),
+            limits=request_limits(chat),
+            output=chat.output,
+        )
+        return cls(
+            host,
+            history,
+            options=options,
+            on_done=on_done,
+            tool_details=tool_details and config.tool_details,
+            answer_tool=chat.answer_tool,
+        )
 
     async def start(self) -> None:
         """Open the session; raise ``ApiError`` when it cannot be opened (a tool source down, ...)."""
