@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -392,10 +393,8 @@ class RayBatch(Batch):
                 log.warning("the Ray actors did not close within %s s", CLOSE_TIMEOUT_S)
         for actor in [*pool, self._limiter_actor]:
             if actor is not None:
-                try:
+                with contextlib.suppress(Exception):  # gone already
                     ray.kill(actor)
-                except Exception:  # gone already
-                    pass
         self._limiter_actor = None
         if self._connected:
             self._connected = False

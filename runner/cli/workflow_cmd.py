@@ -9,6 +9,7 @@ running child session (each ends its turn cleanly) and exits 130; ``runner resum
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -81,17 +82,13 @@ def _drive(engine: Any, progress: _Progress, *, watch: bool = False, extra_vars:
     """Run the engine in an event loop here; Ctrl+C (SIGINT) interrupts it instead of killing it."""
     loop = asyncio.new_event_loop()
     try:
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, no signals
             loop.add_signal_handler(signal.SIGINT, engine.interrupt)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-            pass
         main = _watched_run(engine, progress, extra_vars) if watch else engine.run()
         return loop.run_until_complete(main)
     finally:
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError):
-            pass
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
 

@@ -291,7 +291,7 @@ async def run_eval(
         assume_yes=assume_yes,
     )
     started = time.monotonic()
-    async for _ in batch.results():
+    async for _ in batch.results():  # the batch keeps each outcome with its judgement
         pass
     reports = {case.name: CaseReport(case.name) for case in cases}
     for outcome in sorted(batch.outcomes, key=lambda o: (o.case, o.index)):
