@@ -76,7 +76,7 @@ def ray_cluster() -> Iterator[RayCluster]:
     """``ray start --head`` on 127.0.0.1 (2 CPUs, no dashboard), stopped at the end by its processes
     (never a bare ``ray stop``: it stops every cluster of the user)."""
     if importlib.util.find_spec("ray") is None:
-        pytest.skip("ray is not installed")
+        pytest.skip("ray is not installed (the project's ray extra: pip install -e '.[ray]')")
     temp_dir = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
     cwd = Path(tempfile.mkdtemp(prefix="ray-cwd-"))
     port = _free_port()

@@ -21,7 +21,9 @@ from tests.batch.helpers import Raw, adder, last_user, make_agent, read_out, wri
 from tests.cli_run.conftest import Cli, write_agent
 
 if importlib.util.find_spec("ray") is None:  # not imported here: runner sets its environment first
-    pytest.skip("ray is not installed", allow_module_level=True)
+    pytest.skip(
+        "ray is not installed (the project's ray extra: pip install -e '.[ray]')", allow_module_level=True
+    )
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one cluster, one worker
 
 TIMING = ("duration_s", "session_id")

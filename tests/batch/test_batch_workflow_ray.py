@@ -15,7 +15,9 @@ from tests.cli_run.conftest import Cli
 from tests.workflow.helpers import Models, team, user_text
 
 if importlib.util.find_spec("ray") is None:  # not imported here: runner sets its environment first
-    pytest.skip("ray is not installed", allow_module_level=True)
+    pytest.skip(
+        "ray is not installed (the project's ray extra: pip install -e '.[ray]')", allow_module_level=True
+    )
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one cluster, one worker
 
 WORKFLOW = """workflow:
