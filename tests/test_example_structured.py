@@ -13,12 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-from typer.testing import CliRunner, Result
-
-from runner.cli import main
 from runner.store.cassette import read_cassette
 from runner.testing import ScriptedServer
+from tests import example_cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 AGENT = EXAMPLES / "weather_report.yaml"
@@ -38,21 +35,7 @@ SCRIPT: list[dict[str, Any]] = [
     {"content": json.dumps(REPORT, ensure_ascii=False)},
 ]
 
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    monkeypatch.setitem(main._state, "debug", False)
-    for name in ("RUNNER_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
-
-    def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
-        result = CliRunner().invoke(main.app, list(args), env=env)
-        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-        assert "Traceback" not in result.output
-        return result
-
-    return invoke
+cli = example_cli.cli  # the fixture: runner in process
 
 
 def test_the_example_validates_and_its_test_passes_offline(cli: Any) -> None:
