@@ -36,15 +36,10 @@ from typing import Any
 
 import httpx
 
+from bench.common import ADD_TOOL_MODULE
 from runner.testing import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
-
-TOOLS = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
 
 
 def one_tool_call(latency_s: float) -> Any:
@@ -112,7 +107,7 @@ async def floor_run(base_url: str, clients: int, items: int) -> float:
 
 
 def write_agent(folder: Path, base_url: str) -> Path:
-    (folder / "tools_mod.py").write_text(TOOLS, encoding="utf-8")
+    (folder / "tools_mod.py").write_text(ADD_TOOL_MODULE, encoding="utf-8")
     agent = folder / "agent.yaml"
     agent.write_text(
         "version: 1\nname: adder\nmodel:\n  id: openai/scripted\n"

@@ -7,6 +7,13 @@ import subprocess
 import time
 from collections.abc import Sequence
 
+#: A Python tool module with one tool, ``add``, that the benches give their agents.
+ADD_TOOL_MODULE = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
 
 def time_command(argv: Sequence[str], *, cwd: str | None = None) -> float:
     """Wall-clock seconds of one run of ``argv`` (output discarded; a failure raises)."""

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import ADD_TOOL_MODULE
 from runner.agentfile import load_agent
 from runner.runtime import RuntimeSettings
 from runner.session import Session, runtime_host
@@ -20,16 +21,10 @@ from runner.session.events import Note
 from runner.testing import ScriptedModel, text
 from runner.watch import watch_session
 
-TOOLS = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
 
 async def measure(runs: int, folder: Path) -> list[float]:
     """Milliseconds from each write to its reload note."""
-    (folder / "bench_reload_tools.py").write_text(TOOLS)
+    (folder / "bench_reload_tools.py").write_text(ADD_TOOL_MODULE)
     path = folder / "agent.yaml"
     body = (
         "version: 1\nname: reload\nmodel: openai/scripted\nprompts:\n  system: Version {n}.\n"

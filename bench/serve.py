@@ -34,15 +34,10 @@ from typing import Any
 
 import httpx
 
+from bench.common import ADD_TOOL_MODULE
 from runner.testing import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
-
-TOOLS = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
 
 
 def stepping(steps: int) -> Any:
@@ -138,7 +133,7 @@ def start_runner(folder: Path, base_url: str) -> tuple[subprocess.Popen[str], st
     The agent has an MCP stdio source besides its Python tool (PyPI's ``mcp-server-time``): the
     server must start it once for the agent's runtime, not once per request.
     """
-    (folder / "bench_serve_tools.py").write_text(TOOLS)
+    (folder / "bench_serve_tools.py").write_text(ADD_TOOL_MODULE)
     time_server = Path(sys.executable).parent / "mcp-server-time"
     (folder / "bench.yaml").write_text(
         "version: 1\nname: bench\n"
