@@ -33,6 +33,7 @@ from runner.audit.report import (
     VariableRead,
     shown,
 )
+from runner.audit.templates import template_files
 from runner.errors import ConfigError
 
 __all__ = ["AuditContext", "audit_agent", "find_repository", "mask_url_passwords", "placeholder"]
@@ -129,6 +130,7 @@ def _audit(config: AgentConfig, context: AuditContext, chain: tuple[tuple[str, s
                 result.commands.append(CommandUse(use, redact(hook.value), str(hook.base_dir)))
     if config.output is not None and config.output.python:
         result.python_modules.append(locate("output", config.output.python, config.output.base_dir))
+    result.template_files = template_files(config, repository=repository, read_text=context.read_text)
     result.variables = _variables(config, context)
     here = (*chain, _key(config))
     for source in config.tools:

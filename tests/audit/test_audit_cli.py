@@ -89,8 +89,8 @@ def test_json_has_the_documented_shape(audit_repo: AuditRepo) -> None:
     assert data["version"] == 1
     assert set(data) == {
         "version", "agent", "file", "folder", "repository", "model", "python_modules", "commands",
-        "mcp_commands", "urls", "openapi_files", "fetch", "files", "shell", "permissions", "confirm",
-        "variables", "subagents",
+        "mcp_commands", "urls", "openapi_files", "template_files", "fetch", "files", "shell",
+        "permissions", "confirm", "variables", "subagents",
     }  # fmt: skip
     assert data["agent"] == "main" and data["repository"] == str(audit_repo.repo.resolve())
     assert data["model"] == {
