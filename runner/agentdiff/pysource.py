@@ -46,6 +46,8 @@ _PLAIN: dict[str, Any] = {
 _UNREAD: Any = object()
 _NO_VALUE: Any = object()
 _MAX_DEPTH = 20
+#: A module's source is read up to this size (a tool module is a few kB).
+_MAX_SOURCE_BYTES = 5_000_000
 
 
 class _NotPlain(Exception):
@@ -281,6 +283,12 @@ def _parse(module_name: str, base_dir: Path, *, folder: Path, what: str) -> _Mod
             hint="runner diff --import-code imports it to read its tools",
         )
     try:
+        size = found.file.stat().st_size
+        if size > _MAX_SOURCE_BYTES:
+            raise ConfigError(
+                f"{what}: {found.file} is {size:,} bytes, more than the {_MAX_SOURCE_BYTES:,} read from a source",
+                hint="runner diff --import-code imports it to read its tools",
+            )
         return _Module(ast.parse(found.file.read_bytes(), filename=str(found.file)))
     except (SyntaxError, ValueError, OSError, RecursionError, MemoryError) as exc:
         raise ConfigError(f"{what}: cannot read {found.file}: {type(exc).__name__}: {exc}") from None

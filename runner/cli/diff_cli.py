@@ -46,9 +46,9 @@ def diff(
         ),
     ] = False,
 ) -> None:
-    """Semantic diff of an agent file at two revisions: prompts, tools and their schemas, model, limits,
-    hooks, permissions, output schema; for a team file every agent and the workflow.
+    """Semantic diff of an agent file at two revisions (a team file: every agent and the workflow).
 
+    Prompts, tools and their schemas, model, limits, hooks, permissions, output schema.
     Runs no code of the agent: Python tools are read from their source (--import-code imports them).
 
     Example: runner diff agent.yaml (HEAD vs the work tree); runner diff main HEAD agent.yaml --json
