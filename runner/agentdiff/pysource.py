@@ -286,7 +286,8 @@ def _parse(module_name: str, base_dir: Path, *, folder: Path, what: str) -> _Mod
         size = found.file.stat().st_size
         if size > _MAX_SOURCE_BYTES:
             raise ConfigError(
-                f"{what}: {found.file} is {size:,} bytes, more than the {_MAX_SOURCE_BYTES:,} read from a source",
+                f"{what}: {found.file} is {size:,} bytes (the limit for reading a source: "
+                f"{_MAX_SOURCE_BYTES:,})",
                 hint="runner diff --import-code imports it to read its tools",
             )
         return _Module(ast.parse(found.file.read_bytes(), filename=str(found.file)))
