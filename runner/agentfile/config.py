@@ -119,6 +119,8 @@ class TemplateSource:
     origin: Path
     line: int = 1
     file: Path | None = None
+    #: A file template's path as the agent file wrote it (``file`` is that path resolved).
+    written: str | None = None
 
     @property
     def name(self) -> str:
