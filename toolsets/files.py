@@ -16,15 +16,18 @@ worker threads and stop early when their call is abandoned (a tool timeout, Ctrl
 
 Confinement: every path is stripped of surrounding spaces, joined to the root and resolved (``..``
 collapsed, symlinks followed) and must land inside the resolved root, so ``../x``, absolute paths
-elsewhere and symlinks pointing out of the root are refused with a tool error. ``files_write``
-refuses any path inside the runner's cache of revisions (``$RUNNER_HOME/git``, any materialized
-tree), even when the root covers it. Listing and searching never follow directory
+elsewhere and symlinks pointing out of the root are refused with a tool error. Permission rules see
+that resolved path relative to the root too (``Tool.path_view``), so ``" secrets/key.txt"``,
+``/abs/root/secrets/key.txt`` and a symlink to ``secrets/`` all meet ``files_read(path=secrets/*)``.
+``files_write`` refuses any path inside the runner's cache of revisions (``$RUNNER_HOME/git``,
+any materialized tree), even when the root covers it. Listing and searching never follow directory
 symlinks and skip files whose symlinks lead outside. (A symlink swapped in between the check and the
 open is not guarded against: the toolset confines a model, not a hostile local user.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import threading
@@ -108,7 +111,7 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     if options["allow_write"]:
         tools.append(files.write_tool())
     tools += [files.list_tool(), files.search_tool()]
-    return tools
+    return [dataclasses.replace(tool, path_view=files.view) for tool in tools]
 
 
 def _tool(
@@ -265,6 +268,14 @@ class _Files:
                 "root, relative to it (e.g. 'notes/todo.md')."
             )
         return target
+
+    def view(self, raw: str) -> str | None:
+        """The path ``raw`` names as these tools use it, relative to the root (None: refused), for
+        permission rules to match."""
+        try:
+            return self._relative(self.resolve(raw))
+        except ToolError:
+            return None
 
     def read(
         self, raw: str, start_line: int | None, end_line: int | None, *, limit: int, stop: threading.Event
