@@ -1,11 +1,14 @@
 """Agent files as they were at a git revision: ``--rev REV`` and ``git+URL#REV:path`` references.
 
-A revision is read from git's objects only (``git ls-tree`` and ``git cat-file --batch``: no
-checkout, no archive attributes, the work tree and the index untouched) into a cache keyed by
-commit, ``$RUNNER_HOME/git/trees/<commit>/tree``, written once (to a temporary folder, then renamed)
-and read-only afterwards. The agent is then loaded from the same relative path inside it, so its
-``extends`` chain, templates and Python modules are all those of the revision. A remote repository
-is a bare clone under ``$RUNNER_HOME/git/repos/``, keyed by URL.
+A revision is read from git's objects only (``git cat-file --batch``, every object checked against
+its id by ``gitobjects``: no checkout, no archive attributes, the work tree and the index untouched)
+into a cache keyed by commit, ``$RUNNER_HOME/git/trees/<commit>/tree`` (files 0444, written to a
+temporary folder, then renamed). Every use checks that tree against the commit (``revtree``: every
+path, mode and content hash, nothing added) and writes it again when it differs, so a file planted
+or changed there, or a whole tree shipped in a checkout's ``.runner/``, never runs; ``in_cache`` tells
+tools where they may not write. The agent is then loaded from the same relative path inside it, so
+its ``extends`` chain, templates and Python modules are all those of the revision. A remote
+repository is a bare clone under ``$RUNNER_HOME/git/repos/``, keyed by URL.
 
 A file below a materialized tree knows its revision (``revision_of``): the loader refuses paths that
 leave the tree (``confine``), provenance records the revision, imports refuse work-tree modules.
@@ -149,16 +152,28 @@ def _materialize(git_dir: Path, commit: str, *, repository: str, rev: str, home:
         snap = revtree.snapshot(objects, commit)
         if _intact(final, snap):
             return final / TREE
-        trees.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}-", dir=trees))
         try:
-            revtree.write_tree(objects, snap, temp / TREE)
-            marker = {"commit": commit, "repository": repository, "rev": rev}
-            (temp / MARKER).write_text(json.dumps(marker), encoding="utf-8")
-            _install(temp, final, snap)
-        finally:
-            shutil.rmtree(temp, ignore_errors=True)
+            _rebuild(objects, snap, trees, marker={"commit": commit, "repository": repository, "rev": rev})
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise ConfigError(
+                f"cannot write the files of {commit[:12]} into {trees}: {exc.strerror}{where}"
+            ) from None
     return final / TREE
+
+
+def _rebuild(
+    objects: gitobjects.ObjectReader, snap: revtree.Snapshot, trees: Path, *, marker: dict[str, str]
+) -> None:
+    """Write the commit's tree into a temporary folder, then put it in place of ``trees/<commit>``."""
+    trees.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{snap.commit[:12]}-", dir=trees))
+    try:
+        revtree.write_tree(objects, snap, temp / TREE)
+        (temp / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+        _install(temp, trees / snap.commit, snap)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _intact(final: Path, snap: revtree.Snapshot) -> bool:
