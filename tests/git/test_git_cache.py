@@ -186,3 +186,40 @@ def test_a_large_blob_is_written_whole_in_bounded_memory(repo: Repo, home: Path)
     written = (tree / "big.bin").read_bytes()
     assert len(written) == size
     assert written == (repo.path / "big.bin").read_bytes()
+
+
+def test_an_intact_tree_is_reused_not_written_again(cli: Cli, repo: Repo, home: Path) -> None:
+    """The check passes for the tree as written and as used: importing its modules adds nothing."""
+    repo.commit({**repo.agent(), **repo.tools("v1"), "bin/tool.sh": "#!/bin/sh\n", "link.md": "x"})
+    (repo.path / "bin" / "tool.sh").chmod(0o755)
+    (repo.path / "alias.md").symlink_to("link.md")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "more")
+    _, results = _run_version(cli, repo.path / "probe.yaml")
+    assert results == ["v1"]
+    tree = Path(at_revision(repo.path / "probe.yaml", "HEAD")).parent
+    written = (tree.stat().st_ino, (tree / "probe_tools.py").stat().st_ino)
+    assert not (tree / "__pycache__").exists()  # no bytecode is written into a revision's tree
+    _, results = _run_version(cli, repo.path / "probe.yaml")
+    assert results == ["v1"]
+    assert (tree.stat().st_ino, (tree / "probe_tools.py").stat().st_ino) == written
+    assert (tree / "alias.md").is_symlink() and (tree / "bin" / "tool.sh").stat().st_mode & 0o777 == 0o555
+
+
+def test_links_are_kept_only_when_they_stay_inside_the_tree() -> None:
+    from runner.agentfile.gitobjects import kept_links
+
+    links = {
+        "here": ".",
+        "docs/up": "..",
+        "docs/readme": "../README.md",
+        "out": "../x",
+        "abs": "/etc/passwd",
+        "through": "out/y",  # through a link that leads out
+        "sneaky": "here/../../x",
+        "docs/deep": "up/../x",  # docs/up is the root: its parent is outside
+        "docs/dangling": "up/missing/x",  # inside, to nothing
+        "loop": "loop2",
+        "loop2": "loop",
+    }
+    assert sorted(kept_links(links)) == ["docs/dangling", "docs/readme", "docs/up", "here"]
