@@ -224,7 +224,7 @@ def _tmux_commands(texts: list[str]) -> list[list[str]]:
     for text in texts:
         if text == ";":
             commands.append([])
-        elif text.endswith(";") and not text.endswith("\\;"):
+        elif text.endswith(";"):  # "\\;" too: read as a separator, the stricter reading
             commands[-1].append(text[:-1])
             commands.append([])
         else:
@@ -278,13 +278,14 @@ def _sg(rest: Sequence[Word]) -> Scripts:
 
 
 def _screen(rest: Sequence[Word]) -> Scripts | None:
-    """``screen -X`` / ``-Q`` send commands (``stuff`` types into a shell): unreadable; else a wrapper."""
+    """``screen -X`` / ``-Q`` send commands (``stuff`` types into a shell), ``-c`` reads a configuration:
+    unreadable; otherwise a wrapper."""
     for word in rest:
         text = word.literal
         if text is None:
             return Scripts.unreadable("screen gets an argument the rules cannot read")
-        if text.startswith("-") and not text.startswith("--") and set(text[1:]) & {"X", "Q"}:
-            return Scripts.unreadable("screen -X sends commands the rules cannot read")
+        if text.startswith("-") and not text.startswith("--") and set(text[1:]) & {"X", "Q", "c"}:
+            return Scripts.unreadable("screen -X and -c (a configuration) run commands the rules cannot read")
     return Scripts()
 
 

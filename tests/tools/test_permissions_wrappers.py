@@ -58,6 +58,7 @@ def _deny(line: str) -> str | None:
         "tmux respawnp -k -t x 'rm -f V'",
         "tmux new-w 'rm -f V'",
         "tmux -c 'ls; rm -f V'",
+        "tmux ls '\\;' new 'rm -f V'",  # however tmux reads an escaped ';', the rules see what follows
         "sg root 'ls; touch M'",
         "sg - root -c 'rm -f V'",
         "screen -dmS x rm -f V",
@@ -82,6 +83,7 @@ def test_a_deny_rule_sees_the_command_behind_the_wrapper(line: str) -> None:
         "tmux source-file x.conf",
         "gdb -batch -ex 'shell rm -f V'",
         "screen -S x -X stuff 'rm -f V\n'",
+        "screen -c ./screenrc",
     ],
 )
 def test_a_wrapper_the_rules_cannot_read_is_denied_and_never_allowed(line: str) -> None:
