@@ -4,6 +4,7 @@ valid, and nothing written into the checkout (every test's ``RUNNER_HOME`` is a 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,20 @@ for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_B
 # test by ``runner_no_network = true`` in pyproject.toml: users' agent tests get the same one.
 
 
+@pytest.fixture(scope="session")
+def _runner_homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder under which each test gets a ``RUNNER_HOME`` of its own."""
+    return tmp_path_factory.mktemp("runner-homes")
+
+
 @pytest.fixture(autouse=True)
-def _runner_home_in_a_temporary_folder(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def _runner_home_in_a_temporary_folder(monkeypatch: pytest.MonkeyPatch, _runner_homes: Path) -> None:
     """Every test's sessions, caches and transcripts go to a temporary folder, never ``./.runner``.
 
-    A test that sets ``RUNNER_HOME`` itself (``monkeypatch.setenv``, a subprocess ``env``) still wins.
+    The folder is created when the runner first writes there. A test that sets ``RUNNER_HOME``
+    itself (``monkeypatch.setenv``, a subprocess ``env``) still wins.
     """
-    monkeypatch.setenv("RUNNER_HOME", str(tmp_path_factory.mktemp("runner-home")))
+    monkeypatch.setenv("RUNNER_HOME", str(_runner_homes / uuid.uuid4().hex))
 
 
 def checkout_files() -> dict[str, tuple[int, int]]:
