@@ -232,6 +232,8 @@ class TranscriptWriter:
 
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+#: The events that decide a session's status: a turn that starts, and the ways one ends early.
+_TURN_STATUS = {"turn": "done", "error": "failed", "interrupt": "interrupted", "limit": "limit"}
 
 
 @dataclass
@@ -313,9 +315,10 @@ class Transcript:
     def status(self) -> str:
         """How the session's last turn ended: ``done``, ``failed``, ``interrupted`` or ``limit``.
 
-        ``interrupted`` also covers a process that died mid-turn (its history waits for the model).
-        A workflow's transcript says how its last run ended (``workflow_end``), ``interrupted``
-        when none ended it (the process died).
+        A turn is ``done`` only when it ended: a ``turn_end`` event (or, in files older than that
+        event, a history that does not wait for the model). ``interrupted`` covers a process that died
+        mid-turn, in its first model call too (its history waits for the model). A workflow's
+        transcript says how its last run ended (``workflow_end``), ``interrupted`` when none ended it.
         """
         if "workflow" in self.header:
             ends = [
@@ -324,20 +327,18 @@ class Transcript:
             if not ends or "status" not in ends[-1]:
                 return "interrupted"
             return {"ok": "done", "error": "failed"}.get(str(ends[-1]["status"]), str(ends[-1]["status"]))
-        status = "done"
+        status, unended = "done", False
         for record in self.events():
             name = record.get("event")
-            if name == "turn":
-                status = "done"
-            elif name == "error":
-                status = "failed"
-            elif name == "interrupt":
-                status = "interrupted"
-            elif name == "limit":
-                status = "limit"
+            if name in _TURN_STATUS:
+                status, unended = _TURN_STATUS[name], name == "turn"
+            elif name == "turn_end":
+                unended = False
         if status == "done":
             messages = self.messages()
-            if messages and (messages[-1].get("role") == "tool" or messages[-1].get("tool_calls")):
+            last = messages[-1] if messages else {}
+            waits = last.get("role") == "tool" or bool(last.get("tool_calls"))
+            if waits or (unended and last.get("role") == "user"):  # killed before the model answered
                 status = "interrupted"
         return status
 

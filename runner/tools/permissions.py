@@ -24,9 +24,12 @@ Two kinds of argument are read for what they mean rather than as plain text:
 
   A **deny** or **ask** glob matches when it matches the whole line or any one command, tried with
   and without leading assignments, with the program's basename (``/bin/rm``, ``./rm``), and behind
-  wrappers and inside the scripts they run (``sudo rm``, ``xargs rm``, ``sh -c 'rm ..'``, ``eval``);
+  wrappers and inside the scripts they run (``sudo rm``, ``prlimit rm``, ``xargs rm``, ``sh -c 'rm ..'``,
+  ``eval``, ``ssh HOST rm``, ``tmux new 'rm ..'``; the list is ``runner.tools.shellwrappers``);
   an expansion may be anything, so ``$X -f V`` matches ``rm *``. A command that runs code no rule can
-  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob.
+  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob; a
+  wrapper whose words cannot be read with certainty (``gdb``, ``tmux send-keys``, ``ssh -F``) also
+  keeps every allow glob away from its line.
   Globs keep their ``fnmatch`` meaning: ``rm *`` does not match a bare ``rm`` (add ``rm`` for that).
 
   A line the parser cannot read with certainty (here-documents, ``case``, functions, ``alias``,
@@ -269,6 +272,8 @@ def _allowing_globs(line: CommandLine, globs: list[str]) -> set[str] | None:
     from runner.tools.holeglob import must_match
     from runner.tools.shellwords import allow_text, is_neutral
 
+    if any(command.allow_blocker is not None for command in line.commands):
+        return None
     judged = [c for c in line.commands if not c.in_script and not is_neutral(c)]
     if not judged:
         return None
