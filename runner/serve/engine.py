@@ -164,6 +164,13 @@ class RequestRun:
             self._log(piece)
         self._queue.put_nowait(piece)
 
+    def _notice(self, text: str) -> None:
+        """What the model layer said while the run waited on it (a retry, its wait): a line of the
+        server's log and of the reasoning, never of the content."""
+        if self.on_done is not None:
+            self.on_done(f"notice: {self.name}: {text}")
+        self._put(ReasoningPiece(f"> {text}\n"))
+
     def _log(self, end: EndPiece) -> None:
         if self.on_done is None:
             return
@@ -336,6 +343,8 @@ class ChatRun(RequestRun):
             self._put(ToolBlock(result.call_id, result.name, arguments, result.content))
         elif isinstance(event, UsageUpdate):
             self._usage = event.session
+        elif isinstance(event, Note) and event.source == "model":
+            self._notice(event.text)  # a retry and its wait: never in the content
         elif isinstance(event, Note) and event.level in ("warning", "error") and not self._structured:
             self._put(TextPiece(f"\n\n> {event.text}\n\n"))
 
