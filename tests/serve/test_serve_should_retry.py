@@ -161,3 +161,59 @@ def test_the_access_line_cuts_a_long_error_at_a_word(agent: Any) -> None:
     assert kept.endswith(tuple(words.split())), line  # the last word shown is whole
     assert json.dumps(line)  # one line
     assert "\n" not in line
+
+
+@pytest.mark.slow
+def test_runner_serve_runs_a_failing_workflow_once_for_the_openai_sdk(
+    scripted: Callable[..., ScriptedServer], agent_files: Any, tmp_path: Path
+) -> None:
+    """The installed ``runner serve`` command, the SDK with its default retries: one run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = Counting(
+        {
+            "first": lambda n: {"content": "warm"},
+            "broken": lambda n: {"status": 400, "error": "this request is malformed " * 10},
+        }
+    )
+    server = scripted(script)
+    (agent_files.root / "team.yaml").write_text(TEAM.format(base=server.base_url), encoding="utf-8")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNNER_", "OPENAI_"))}
+    env.update(RUNNER_HOME=str(home), RUNNER_FAST_PATH="1", NO_COLOR="1")
+    command = [str(Path(sys.executable).parent / "runner"), "serve", str(agent_files.root), "--port", "0"]
+    process = subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 30
+        lines: list[str] = []
+        while not lines or not lines[-1].startswith("serving workflow"):
+            assert time.monotonic() < deadline and process.poll() is None, (
+                f"runner serve did not start: {lines}"
+            )
+            lines.append(process.stderr.readline())
+        match = re.search(r"at (http://127\.0\.0\.1:\d+/v1):", "".join(lines))
+        assert match, lines
+        client = openai.OpenAI(base_url=match.group(1), api_key="none")
+        assert client.max_retries == 2
+        with pytest.raises(openai.APIStatusError) as failed:
+            client.chat.completions.create(model="fragile", messages=[{"role": "user", "content": "go"}])
+        assert failed.value.status_code == 502
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert script.calls == {"first": 1, "broken": 1}
+    assert len(workflow_runs(home)) == 1
+    rest = process.stderr.read() if process.stderr else ""
+    (access,) = [line for line in rest.splitlines() if line.startswith("request: fragile 502 ")]
+    cut = re.search(r" (\w+)\.\.\.\) workflow session ", access)
+    assert cut is not None and cut.group(1) in {"this", "request", "is", "malformed"}, access  # a whole word
