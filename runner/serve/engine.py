@@ -209,8 +209,9 @@ def api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiErro
     if isinstance(exc, OutputError):  # the model never gave a valid answer (after its retries)
         return ApiError(502, redact(exc.message), type="server_error", code="output_invalid", retry=False)
     if isinstance(exc, RunnerError):
-        return ApiError(500, str(exc), type="server_error", code="agent_error", retry=False)
-    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error", retry=False)
+        return ApiError(500, redact(str(exc)), type="server_error", code="agent_error", retry=False)
+    error = redact(f"internal error: {type(exc).__name__}: {exc}")
+    return ApiError(500, error, type="server_error", retry=False)
 
 
 def _shape(node: Any) -> Any:
@@ -316,7 +317,9 @@ class ChatRun(RequestRun):
         if not self._opened.is_set():
             error = task.exception() if not task.cancelled() else asyncio.CancelledError()
             assert error is not None
-            raise error if isinstance(error, ApiError) else api_error(error)
+            if not isinstance(error, ApiError):
+                error = api_error(error, outward_redactor(self.host.config.secrets))
+            raise error
 
     def cancel(self) -> None:
         """Stop the run unless its answer was delivered (the client went away)."""
@@ -362,7 +365,7 @@ class ChatRun(RequestRun):
             session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
         except BaseException as exc:
             if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
-                raise api_error(exc) from None
+                raise api_error(exc, outward_redactor(self.host.config.secrets)) from None
             raise
         try:
             self.session_id = session.session_id

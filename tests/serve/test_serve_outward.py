@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import openai
 import pytest
 
 from runner.serve.outward import outward
@@ -83,3 +84,18 @@ def test_outward_masks_given_secrets_and_the_environments_credentials_only() -> 
         outward(text, {"s3cr3t-value"}, environ=environ)
         == "pw ***, home /home/me, key none, agent secret ***"
     )
+
+
+def test_an_error_message_masks_an_environment_credential_the_agent_never_named(
+    scripted: Callable[..., ScriptedServer],
+    agent_files: Any,
+    serve_app: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server = scripted([{"status": 400, "error": f"the key {KEY} is not valid here"}], repeat=True)
+    agent_files.write("plain", server)  # its api_key is the file's own: KEY is not among its secrets
+    client = serve_app([agent_files.root]).openai()
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.chat.completions.create(model="plain", messages=[{"role": "user", "content": "hi"}])
+    assert KEY not in failed.value.message and "the key *** is not valid here" in failed.value.message
