@@ -20,7 +20,15 @@ import yaml
 
 from runner.errors import ConfigError
 
-__all__ = ["MAX_INT_BITS", "MAX_RETYPE_CHARS", "Interpolator", "PathKey", "is_secret_name", "retype"]
+__all__ = [
+    "MAX_INT_BITS",
+    "MAX_RETYPE_CHARS",
+    "Interpolator",
+    "PathKey",
+    "environment_secrets",
+    "is_secret_name",
+    "retype",
+]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -62,6 +70,20 @@ def is_secret_name(name: str, value: str | None = None) -> bool:
     if words and words[-1] in _SECRET_LAST_WORDS and upper not in ("PWD", "OLDPWD"):
         return True
     return bool(value) and _SECRET_VALUE.search(value or "") is not None
+
+
+def _credential_like(value: str) -> bool:
+    """Whether a secret-named variable's value looks like a credential: at least 8 characters,
+    not a path, not a plain lowercase word (``OPENAI_API_KEY=none`` masks nothing)."""
+    if len(value) < 8 or value.startswith(("/", "~", ".")):
+        return False
+    return not (value.isalpha() and value.islower())
+
+
+def environment_secrets(environ: Mapping[str, str]) -> set[str]:
+    """The values of ``environ`` that are secrets wherever they appear (named like secrets, and
+    looking like credentials): what the runner masks in everything it writes or sends out."""
+    return {v for k, v in environ.items() if is_secret_name(k, v) and _credential_like(v)}
 
 
 class Interpolator:

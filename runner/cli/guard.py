@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["GuardedStream", "Secrets", "install", "note_secrets", "secrets"]
 
 
-def _credential_like(value: str) -> bool:
-    if len(value) < 8 or value.startswith(("/", "~", ".")):
-        return False
-    return not (value.isalpha() and value.islower())
-
-
 class Secrets:
     """The secret values known so far, shared by the guarded streams."""
 
@@ -54,9 +48,9 @@ class Secrets:
             self.redactor = Redactor(self._values)
 
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
-        from runner.agentfile.interpolate import is_secret_name
+        from runner.agentfile.interpolate import environment_secrets
 
-        self.add(v for k, v in environ.items() if is_secret_name(k, v) and _credential_like(v))
+        self.add(environment_secrets(environ))
 
     def held_back(self, text: str) -> int:
         """How many characters at the end of ``text`` could begin a secret (0: none)."""

@@ -532,7 +532,7 @@ class Session:
 
     def _model_notice(self, text: str) -> None:
         """What the model layer says while this session waits on it (a retry, its wait)."""
-        self.note(text, "warning")
+        self.sink(Note(text, "warning", source="model"))
 
     def record_event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript."""
