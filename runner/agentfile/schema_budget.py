@@ -63,13 +63,13 @@ MAX_SCHEMA_DEPTH = 64
 #: Levels of arrays and objects an answer may nest.
 MAX_ANSWER_DEPTH = 100
 #: Keyword evaluations one answer's check may take (a 1 MB answer of plain objects takes ~300,000).
-MAX_CHECK_STEPS = 3_000_000
+MAX_CHECK_STEPS = 1_000_000
 #: Seconds one answer's check may take.
 CHECK_TIME_S = 10.0
 #: Keyword evaluations a check may take on the caller's thread before it moves to a worker thread.
-INLINE_CHECK_STEPS = 5_000
+INLINE_CHECK_STEPS = 1_000
 #: Answers longer than this (characters) are read and checked in a worker thread from the start.
-INLINE_ANSWER_CHARS = 20_000
+INLINE_ANSWER_CHARS = 4_000
 #: Keywords whose values are data, not schemas: a ``$ref`` or ``pattern`` inside them is no keyword.
 DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 #: Keywords whose values map names to schemas.
