@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import shutil
 
-from bench import answer_check, loop, openapi_convert, output, reload, startup
+from bench import loop, openapi_convert, output, reload, startup
 
-results = [
-    startup.main([]),
-    loop.main([]),
-    reload.main([]),
-    openapi_convert.main([]),
-    output.main([]),
-    answer_check.main([]),
-]
+results = [startup.main([]), loop.main([]), reload.main([]), openapi_convert.main([]), output.main([])]
 if shutil.which("node"):
     from bench import mcp_overhead
 
