@@ -21,12 +21,11 @@ checked under a ``CheckBudget``:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from runner.agentfile.validate import resolve_pointer
@@ -110,16 +109,19 @@ class SchemaCost:
     worst: PathKey | None = None
 
 
-@dataclass
 class _Frame:
-    node: Any
-    path: PathKey
-    schema: bool  # in schema position (its $ref is followed)
-    named: bool  # a mapping of names to schemas
-    children: list[tuple[Any, PathKey, bool, bool]] = field(default_factory=list)
-    target: tuple[Any, PathKey] | None = None
-    size: int = 1
-    depth: int = 0
+    """One value on the counting stack (a plain class: made for every value of the schema)."""
+
+    __slots__ = ("children", "depth", "named", "node", "path", "schema", "size", "target")
+
+    def __init__(self, node: Any, path: PathKey, schema: bool, named: bool) -> None:
+        self.node, self.path = node, path
+        self.schema = schema  # in schema position (its $ref is followed)
+        self.named = named  # a mapping of names to schemas
+        self.children: list[tuple[Any, PathKey, bool, bool]] = []
+        self.target: tuple[Any, PathKey] | None = None
+        self.size = 1
+        self.depth = 0
 
 
 def _children(frame: _Frame) -> list[tuple[Any, PathKey, bool, bool]]:
@@ -262,22 +264,21 @@ class CheckOverrun(Exception):
         self.message = message
 
 
-@dataclass
 class CheckBudget:
     """The steps and seconds one answer's check may take; ``tick`` raises ``CheckOverrun`` past them.
 
     ``inline`` marks the small budget of a check tried on the caller's thread first: its overrun is
     not the answer's fault, the check goes on in a worker thread with the full budget."""
 
-    steps: int = field(default_factory=lambda: MAX_CHECK_STEPS)
-    seconds: float = field(default_factory=lambda: CHECK_TIME_S)
-    inline: bool = False
-    used: int = 0
-    deadline: float = field(default=0.0)
-    _next_clock: int = 0
-
-    def __post_init__(self) -> None:
+    def __init__(
+        self, *, steps: int | None = None, seconds: float | None = None, inline: bool = False
+    ) -> None:
+        self.steps = MAX_CHECK_STEPS if steps is None else steps
+        self.seconds = CHECK_TIME_S if seconds is None else seconds
+        self.inline = inline
+        self.used = 0
         self.deadline = time.monotonic() + self.seconds
+        self._next_clock = 0
 
     def tick(self, steps: int = 1) -> None:
         """Count ``steps`` keyword evaluations (the clock is read every 1,000 steps)."""
@@ -330,6 +331,8 @@ async def check_off_loop(work: Callable[[], _T], *, size: int, late: Callable[[s
     A small answer is checked on the loop within ``INLINE_CHECK_STEPS`` (microseconds); past them, or
     for a long answer, in a worker thread within the full budget. A thread that has not answered
     ``CHECK_TIME_S`` (and a second) later is left to finish alone: ``late(why)`` is the result."""
+    import asyncio  # not at import: ``runner validate`` reads schemas without an event loop
+
     if size <= INLINE_ANSWER_CHARS:
         done, result = _inline(work)
         if done:
