@@ -112,14 +112,13 @@ class SchemaCost:
 class _Frame:
     """One value on the counting stack (a plain class: made for every value of the schema)."""
 
-    __slots__ = ("children", "depth", "named", "node", "path", "schema", "size", "target")
+    __slots__ = ("children", "depth", "named", "node", "path", "schema", "size")
 
     def __init__(self, node: Any, path: PathKey, schema: bool, named: bool) -> None:
         self.node, self.path = node, path
         self.schema = schema  # in schema position (its $ref is followed)
         self.named = named  # a mapping of names to schemas
         self.children: list[tuple[Any, PathKey, bool, bool]] = []
-        self.target: tuple[Any, PathKey] | None = None
         self.size = 1
         self.depth = 0
 
@@ -139,20 +138,22 @@ def _children(frame: _Frame) -> list[tuple[Any, PathKey, bool, bool]]:
     ]
 
 
-def _target(root: Any, frame: _Frame) -> tuple[Any, PathKey] | None:
-    """What a schema mapping's reference names in ``root`` (its written path), if it resolves there."""
+def _targets(root: Any, frame: _Frame) -> list[tuple[Any, PathKey, bool, bool]]:
+    """What a schema mapping's references name in ``root`` (with their written paths), as children:
+    each counts again wherever it is used."""
     if not (frame.schema and not frame.named and isinstance(frame.node, Mapping)):
-        return None
+        return []
+    found: list[tuple[Any, PathKey, bool, bool]] = []
     for keyword in REF_KEYWORDS:
         ref = frame.node.get(keyword)
         if isinstance(ref, str) and ref.startswith("#"):
             try:
-                found = resolve_pointer(root, ref)
+                target = resolve_pointer(root, ref)
             except LookupError:
-                return None
+                continue
             parts = [p.replace("~1", "/").replace("~0", "~") for p in ref[1:].split("/")[1:]]
-            return found, tuple(int(p) if isinstance(found, list) and p.isdigit() else p for p in parts)
-    return None
+            found.append((target, tuple(parts), True, False))
+    return found
 
 
 def schema_cost(schema: Any, *, cap: int = MAX_EXPANDED_NODES) -> SchemaCost:
@@ -162,18 +163,13 @@ def schema_cost(schema: Any, *, cap: int = MAX_EXPANDED_NODES) -> SchemaCost:
     active: set[tuple[int, bool, bool]] = set()
     worst: tuple[int, PathKey] | None = None
     stack = [_Frame(schema, (), True, False)]
-    stack[0].children = _children(stack[0])
-    stack[0].target = _target(schema, stack[0])
+    stack[0].children = [*_children(stack[0]), *_targets(schema, stack[0])]
     active.add((id(schema), True, False))
     result = (1, 1)
     while stack:
         frame = stack[-1]
-        if frame.children or frame.target is not None:
-            if frame.children:
-                node, path, in_schema, named = frame.children.pop()
-            else:
-                assert frame.target is not None
-                (node, path), in_schema, named, frame.target = frame.target, True, False, None
+        if frame.children:
+            node, path, in_schema, named = frame.children.pop()
             key = (id(node), in_schema, named)
             if not isinstance(node, Mapping | list):
                 frame.size += 1
@@ -184,8 +180,7 @@ def schema_cost(schema: Any, *, cap: int = MAX_EXPANDED_NODES) -> SchemaCost:
                 frame.size += 1
             else:
                 child = _Frame(node, path, in_schema, named)
-                child.children = _children(child)
-                child.target = _target(schema, child)
+                child.children = [*_children(child), *_targets(schema, child)]
                 active.add(key)
                 stack.append(child)
             continue

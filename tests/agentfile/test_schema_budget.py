@@ -200,3 +200,14 @@ def test_a_check_past_its_time_is_refused_with_a_message() -> None:
     with CheckBudget(seconds=0.0).active():
         (problem,) = schema.problems(list(range(5000)))
     assert problem == "the answer could not be checked within 0 s"
+
+
+def test_every_reference_of_a_subschema_counts_not_only_its_first() -> None:
+    """``{$ref: leaf, $dynamicRef: next}``: jsonschema follows both, so the count does too."""
+    levels = 20
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": "#/$defs/leaf", "$dynamicRef": f"#/$defs/d{i + 1}"}] * 2}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = defs["leaf"] = {"type": "integer"}
+    assert "too complex" in schema_problems({"$ref": "#/$defs/d0", "$defs": defs})[0][1]
