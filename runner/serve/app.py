@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive
 
+from runner.modes.structured import prepare_wire
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
 from runner.serve.engine import ChatRun, RequestRun
@@ -297,6 +298,8 @@ def create_app(
             chat, history = await anyio.to_thread.run_sync(
                 lambda: read_chat(raw, max_messages=state.max_messages)
             )
+        if chat.output is not None:  # a client's schema: its wire form is made off the event loop
+            await anyio.to_thread.run_sync(prepare_wire, chat.output)
         run = _request_run(holder, chat, history, report=state.report, tool_details=tool_details)
         await run.start()
         state.track(run)

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.agentfile.output import OutputSchema
+from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage
@@ -279,7 +280,7 @@ class WorkflowRun(RequestRun):
             return
         finally:
             record.close()  # the engine closes it; not when it had to be cancelled
-        self._finish(result)
+        await self._finish(result)
 
     async def _supervise(self, engine: WorkflowEngine) -> WorkflowResult:
         """Run ``engine`` to its end; ``cancel`` (or this task's cancellation) interrupts it."""
@@ -309,7 +310,7 @@ class WorkflowRun(RequestRun):
             with contextlib.suppress(BaseException):
                 await running
 
-    def _finish(self, result: WorkflowResult) -> None:
+    async def _finish(self, result: WorkflowResult) -> None:
         """The answer, or the error, of a run that ended."""
         usage, code = result.usage, result.exit_code
         notes = [self._clean(note) for note in result.notes]
@@ -320,7 +321,7 @@ class WorkflowRun(RequestRun):
             error = self._failure(code, notes, transient=result.transient)
             self._put(EndPiece("stop", (), usage, error, structured=True))
             return
-        value, problem = self._checked(result.output)
+        value, problem = await self._checked(result.output)
         if problem is not None:
             error = ApiError(502, problem, type="server_error", code="output_invalid", retry=False)
             self._put(EndPiece("stop", (), usage, error, structured=True))
@@ -389,18 +390,29 @@ class WorkflowRun(RequestRun):
             return " (the request's max_tokens or limits lowered the workflow's limits)"
         return ""
 
-    def _checked(self, value: Any) -> tuple[Any, str | None]:
-        """The output checked against the client's schema (a string is read as JSON first); the
-        value and why it does not match (None: it does, or there is no schema)."""
-        if self.output is None:
+    async def _checked(self, value: Any) -> tuple[Any, str | None]:
+        """The output checked against the client's schema (a string is read as JSON first), off the
+        event loop when it is long; the value and why it does not match (None: it does, or there is
+        no schema)."""
+        output = self.output
+        if output is None:
             return value, None
+        return await check_off_loop(
+            lambda: self._check(output, value),
+            size=len(value) if isinstance(value, str) else 0,  # a value: tried on the loop for a few steps
+            late=lambda why: (value, f"the workflow's output does not match {output.where}: {why}"),
+        )
+
+    def _check(self, output: OutputSchema, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
-                return value, f"the workflow's output is not JSON ({exc.msg}); {self.output.where} wants JSON"
-        problems = self.output.problems(value)
+                return value, f"the workflow's output is not JSON ({exc.msg}); {output.where} wants JSON"
+            except RecursionError:
+                return value, f"the workflow's output nests too deeply to read; {output.where} wants JSON"
+        problems = output.problems(value)
         if problems:
             shown = self._clean("; ".join(problems))
-            return value, f"the workflow's output does not match {self.output.where}: {shown}"
+            return value, f"the workflow's output does not match {output.where}: {shown}"
         return value, None

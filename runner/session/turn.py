@@ -243,7 +243,7 @@ class Turn:
         self.output = reply.content or ""
         plan = session.output_plan
         if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
-            verdict = plan.read(reply)
+            verdict = await plan.read_checked(reply)
             if verdict is not None:
                 ran = [started[c.id] for c in reply.tool_calls if c.id in started and c is not verdict.call]
                 results = {o.result.call_id: o.result for o in await gather_in_order(ran)} if ran else {}
