@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.store.transcript import Redactor
+from runner.redact import Redactor, is_secret_name
 from runner.text import valid_text
 
 if TYPE_CHECKING:
@@ -54,8 +54,6 @@ class Secrets:
             self.redactor = Redactor(self._values)
 
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
-        from runner.agentfile.interpolate import is_secret_name
-
         self.add(v for k, v in environ.items() if is_secret_name(k, v) and _credential_like(v))
 
     def held_back(self, text: str) -> int:

@@ -479,7 +479,6 @@ def main() -> None:
     import atexit
 
     from runner.cli import guard
-    from runner.tools.threads import MODEL_THREADS, TOOL_THREADS
 
     guard.install()
     if debug_anywhere(sys.argv):
@@ -490,7 +489,9 @@ def main() -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     guard.drain()
-    if TOOL_THREADS.running or MODEL_THREADS.running:
+    # only a command that ran tools or models imported the worker threads (``--help`` does not)
+    threads = sys.modules.get("runner.tools.threads")
+    if threads is not None and (threads.TOOL_THREADS.running or threads.MODEL_THREADS.running):
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
