@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from runner import __version__
-from runner.cli.helpfmt import PlainText, debug_anywhere, plain_argument_help
+from runner.cli.helpfmt import CommandsInOrder, PlainText, debug_anywhere, plain_argument_help
 from runner.errors import ConfigError, ConfigErrors, RunnerError
 
 __all__ = [
@@ -49,6 +49,7 @@ TEXT_ARG = PlainText()
 
 app = typer.Typer(
     name="runner",
+    cls=CommandsInOrder,
     help="A declarative agent runner: an agent is a YAML file; one generic loop runs it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
