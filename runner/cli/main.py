@@ -419,8 +419,15 @@ def sessions(
         str | None, typer.Argument(click_type=TEXT_ARG, metavar="ID", help="The session to show.")
     ] = None,
     show_all: Annotated[
-        bool, typer.Option("--all", help="show: every transcript event, bookkeeping included.")
+        bool,
+        typer.Option(
+            "--all", help="list: every session (no limit); show: every transcript event, bookkeeping too."
+        ),
     ] = False,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", metavar="N", min=1, help="list: the N newest sessions (default 20)."),
+    ] = 20,
     agent: Annotated[
         str | None, typer.Option("--agent", metavar="NAME", help="list: only the sessions of this agent.")
     ] = None,
@@ -431,7 +438,7 @@ def sessions(
         ),
     ] = None,
 ) -> None:
-    """List saved sessions (newest first, with how each ended), or show one.
+    """List saved sessions (the newest first, with how each ended), or show one.
 
     Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl. show prints
     which configuration each turn ran under, and what a reload changed.
@@ -440,7 +447,9 @@ def sessions(
     """
     from runner.cli.sessions_cmd import run_sessions
 
-    run_sessions(action, session_id, show_all=show_all, agent=agent, rev=rev)
+    run_sessions(
+        action, session_id, show_all=show_all, agent=agent, rev=rev, limit=None if show_all else limit
+    )
 
 
 @app.command("test")

@@ -356,6 +356,10 @@ def sessions_dir(home: Path) -> Path:
     return home / "sessions"
 
 
+#: How many of the sessions an ambiguous id prefix matches the error lists (the newest).
+AMBIGUOUS_SHOWN = 5
+
+
 def find_transcript(home: Path, session_id: str) -> Path:
     """The transcript of ``session_id`` (a unique prefix is enough)."""
     folder = sessions_dir(home)
@@ -366,7 +370,16 @@ def find_transcript(home: Path, session_id: str) -> Path:
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise RunnerError(f"session id '{session_id}' is ambiguous: " + ", ".join(p.stem for p in matches))
+        newest = [p.stem for p in reversed(matches[-AMBIGUOUS_SHOWN:])]
+        more = len(matches) - len(newest)
+        lines = [
+            f"session id '{session_id}' is ambiguous: {len(matches)} sessions begin with it"
+            + (f"; the {len(newest)} newest:" if more else ":"),
+            *(f"  {stem}" for stem in newest),
+            *([f"  ... and {more} more"] if more else []),
+            "give more of the id (runner sessions list shows them)",
+        ]
+        raise RunnerError("\n".join(lines))
     raise RunnerError(f"no session '{session_id}' in {folder}", hint="runner sessions list")
 
 
