@@ -47,7 +47,7 @@ def plain_argument_help() -> None:
     core.TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
 
 
-class CommandsInOrder(_typer_core.TyperGroup):  # type: ignore[misc]
+class CommandsInOrder(_typer_core.TyperGroup):
     """The ``runner`` group: commands listed in ``COMMAND_ORDER``, each described in one paragraph.
 
     typer lists commands in the order they were registered (the command modules register
