@@ -285,9 +285,13 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
         typer.echo(json.dumps(registry.definitions(), indent=2, ensure_ascii=False))
     else:
         rows = [(t.name, f"{t.source_kind}:{t.source_id}", _summary(t.description)) for t in registry.tools()]
+        if not rows:
+            opened = "its sources gave none" if config.tools else "its file has no `tools:`"
+            typer.echo(f"{config.name} has no tools: {opened}", err=True)
         width = max([len(r[0]) for r in rows] + [4])
         swidth = max([len(r[1]) for r in rows] + [6])
-        typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
+        if rows:
+            typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
         for name, source, description in rows:
             typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description}")
         for rename in registry.renames:

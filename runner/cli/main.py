@@ -215,10 +215,11 @@ def schema(
 
     Example: runner schema > agent.schema.json; runner schema transcript
     """
-    from runner.resources import schema_path, schema_text
+    from runner.resources import data_dir, schema_path, schema_text
 
-    if not schema_path(name).is_file():
-        raise ConfigError(f"no schema named '{name}'", hint="try: agent")
+    if "/" in name or not schema_path(name).is_file():
+        names = sorted(p.name.removesuffix(".schema.json") for p in data_dir("schemas").glob("*.schema.json"))
+        raise ConfigError(f"no schema named '{name}'", hint="the schemas are: " + ", ".join(names))
     sys.stdout.write(schema_text(name))
 
 

@@ -128,6 +128,8 @@ def test_schema_with_an_unknown_name_exits_2(cli: Invoke) -> None:
     result = cli("schema", "nope")
     assert result.exit_code == 2
     assert "no schema named 'nope'" in result.output
+    # issue 23 item 21: the hint named only `agent`
+    assert "the schemas are: agent, cassette, transcript" in result.output
 
 
 # --- init -------------------------------------------------------------------------------------------
