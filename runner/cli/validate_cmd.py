@@ -126,7 +126,9 @@ def _command_warnings(survey: Survey, env: Mapping[str, str]) -> list[ConfigErro
     warnings = []
     for path, _, entry in _tool_entries(survey):
         server = entry.get("mcp")
-        command = server.get("command") if isinstance(server, dict) else None
+        if not isinstance(server, dict):
+            continue  # a URL
+        command = server.get("command")
         if not isinstance(command, str) or os.sep in command:
             continue
         search = (server.get("env") or {}).get("PATH") or env.get("PATH")
