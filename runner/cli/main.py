@@ -262,12 +262,14 @@ def init(
 
     Example: runner init my-agent
     """
+    import shlex
+
     from runner.cli.scaffold import scaffold
 
     created = scaffold(directory, name=name)
     for path in created:
-        typer.echo(f"created {display_path(str(path))}")
-    agent_file = display_path(str(created[0]))
+        typer.echo(f"created {shlex.quote(display_path(str(path)))}")
+    agent_file = shlex.quote(display_path(str(created[0])))  # a command line to copy: quoted
     typer.echo(f"next: runner validate {agent_file} && runner render {agent_file}")
     typer.echo(f"then, with a model key: runner test {agent_file} --update   (records the test's cassette;")
     typer.echo(f"      afterwards `runner test {agent_file}` replays it offline, e.g. in CI)")

@@ -190,6 +190,28 @@ def test_init_refuses_an_invalid_name(cli: Invoke, tmp_path: Path, monkeypatch: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_init_in_a_folder_with_a_space_prints_commands_to_copy_and_passes_ruff(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 23 item 21: "runner validate my agent/agent.yaml" ran on two paths; the test's
+    # `# noqa: E402` is unused (ruff allows imports after sys.path.insert), so RUF100 failed
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    result = cli("init", "my agent")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "created 'my agent/agent.yaml'"
+    assert lines[4] == "next: runner validate 'my agent/agent.yaml' && runner render 'my agent/agent.yaml'"
+    ruff = Path(sys.executable).parent / "ruff"
+    for config in (["--isolated", "--select", "E,F,I,RUF100"], []):  # ruff's defaults; this repository's
+        checked = subprocess.run(
+            [str(ruff), "check", *config, "."], cwd=tmp_path / "my agent", capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stdout
+
+
 # --- version ----------------------------------------------------------------------------------------
 
 
