@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.store.transcript import Redactor
+from runner.redact import Redactor, environment_secrets
 from runner.text import valid_text
 
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ class Secrets:
             self.redactor = Redactor(self._values)
 
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
-        from runner.agentfile.interpolate import environment_secrets
-
         self.add(environment_secrets(environ))
 
     def held_back(self, text: str) -> int:

@@ -19,7 +19,7 @@ import json
 import os
 import secrets as _secrets
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +27,7 @@ from typing import IO, Any
 from runner import __version__
 from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
+from runner.redact import REDACTED, Redactor
 from runner.text import valid_text
 
 __all__ = [
@@ -45,8 +46,6 @@ __all__ = [
     "read_transcript",
     "sessions_dir",
 ]
-
-REDACTED = "***"
 
 
 def new_session_id() -> str:
@@ -120,49 +119,6 @@ def git_signature(path: Path) -> tuple[int, ...]:
         except OSError:
             signature.append(0)
     return tuple(signature)
-
-
-class Redactor:
-    """Replaces every secret by ``***`` in text and in the strings of a record.
-
-    Besides the secret itself, its JSON-escaped forms are replaced, so a secret inside JSON text
-    (a tool's JSON output, a hook's payload) is caught too.
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            if not secret or len(secret) < 4:
-                continue
-            forms.add(secret)
-            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
-            forms.add(json.dumps(secret)[1:-1])
-        # Longest first, so a secret that contains another is replaced whole.
-        self.patterns = sorted(forms, key=len, reverse=True)
-        # How each form looks once a record holding it is serialized (escaped once more).
-        self._in_lines = forms | {json.dumps(f, ensure_ascii=False)[1:-1] for f in forms}
-
-    def __call__(self, text: str) -> str:
-        for pattern in self.patterns:
-            if pattern in text:
-                text = text.replace(pattern, REDACTED)
-        return text
-
-    def found_in(self, text: str) -> bool:
-        """Whether any form of any secret occurs in ``text`` (a fast check before redacting)."""
-        return any(pattern in text for pattern in self._in_lines)
-
-    def record(self, value: Any) -> Any:
-        """``value`` with every string in it (keys too) redacted; the structure is kept."""
-        if not self.patterns:
-            return value
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {self.record(k): self.record(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.record(item) for item in value]
-        return value
 
 
 @dataclass
@@ -401,6 +357,10 @@ def sessions_dir(home: Path) -> Path:
     return home / "sessions"
 
 
+#: How many of the sessions an ambiguous id prefix matches the error lists (the newest).
+AMBIGUOUS_SHOWN = 5
+
+
 def find_transcript(home: Path, session_id: str) -> Path:
     """The transcript of ``session_id`` (a unique prefix is enough)."""
     folder = sessions_dir(home)
@@ -411,7 +371,16 @@ def find_transcript(home: Path, session_id: str) -> Path:
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise RunnerError(f"session id '{session_id}' is ambiguous: " + ", ".join(p.stem for p in matches))
+        newest = [p.stem for p in reversed(matches[-AMBIGUOUS_SHOWN:])]
+        more = len(matches) - len(newest)
+        lines = [
+            f"session id '{session_id}' is ambiguous: {len(matches)} sessions begin with it"
+            + (f"; the {len(newest)} newest:" if more else ":"),
+            *(f"  {stem}" for stem in newest),
+            *([f"  ... and {more} more"] if more else []),
+            "give more of the id (runner sessions list shows them)",
+        ]
+        raise RunnerError("\n".join(lines))
     raise RunnerError(f"no session '{session_id}' in {folder}", hint="runner sessions list")
 
 
