@@ -266,4 +266,4 @@ def test_help_wraps_every_description_as_one_paragraph(cli: Invoke, columns: str
             next_word = after.split()[0]
             assert len(line) + 1 + len(next_word) > width, f"{name}: broken after {line!r}"
     diff = next(" ".join(lines) for name, lines in rows if name == "diff")
-    assert "model, limits, hooks, permissions" in diff
+    assert "every agent and the workflow" in diff
