@@ -41,6 +41,8 @@ __all__ = ["OpenAICompatModel"]
 # litellm-only parameters that an OpenAI-compatible server would reject.
 _LITELLM_ONLY = frozenset({"drop_params", "num_retries", "max_retries", "caching", "custom_llm_provider"})
 _TIMEOUT_HINT = "raise model.timeout_s if the model is slow"
+#: How long an idle kept-alive connection stays in the pool (httpx's default; a seam for tests).
+KEEPALIVE_S = 5.0
 
 
 class OpenAICompatModel:
@@ -148,7 +150,9 @@ class OpenAICompatModel:
             # Pooled connections belong to the loop that opened them: a new loop needs a new client.
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                limits=httpx.Limits(
+                    max_connections=256, max_keepalive_connections=64, keepalive_expiry=KEEPALIVE_S
+                ),
                 transport=self._transport,
                 # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
                 verify=_tls_context() if self._url.startswith("https:") else False,
