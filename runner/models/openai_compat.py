@@ -33,7 +33,14 @@ from runner.models.base import (
     events_of,
     says_streaming_unsupported,
 )
-from runner.models.faults import clean, incomplete_stream, provider_message, retry_after_s, retryable_status
+from runner.models.faults import (
+    clean,
+    incomplete_stream,
+    no_choices,
+    provider_message,
+    retry_after_s,
+    retryable_status,
+)
 from runner.models.prices import cost_usd
 
 __all__ = ["OpenAICompatModel"]
@@ -129,11 +136,7 @@ class OpenAICompatModel:
         if answer.finish_reason is None and not end.done:
             raise incomplete_stream(self.name, shown=answer.shown, in_tool_call=answer.calls.has_open_call)
         if not answer.choices:
-            # ``choices: []`` only: no answer at all, as a whole answer without ``choices[0]`` is.
-            raise ModelError(
-                f"{self.name}: the server's stream carried no answer (no chunk had a choice)",
-                hint="the server sent only chunks with `choices: []`; check model.id and the server's log",
-            )
+            raise no_choices(self.name)
         for ready in answer.calls.finish_events():
             yield ready
         yield Completed(answer.reply())
