@@ -309,10 +309,12 @@ class Turn:
         try:
             return await self._consume(events, started, streamed)
         finally:
-            for stream in (events, inner):
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            # Both, deterministically (not when the collector finds them): the inner stream holds the
+            # model's connection, and is closed even when closing the outer one fails.
+            try:
+                await _aclose(events)
+            finally:
+                await _aclose(inner)
 
     async def _consume(
         self,
@@ -462,3 +464,9 @@ class Turn:
     def render(self, source: TemplateSource, extra: dict[str, Any]) -> str:
         """Render an agent template with the session's variables."""
         return self.session.render(source, extra)
+
+
+async def _aclose(stream: object) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
