@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli_run.conftest import RUNNER, Cli, write_agent
 
 BLOCKING_TOOLS = '''
@@ -117,21 +119,24 @@ def test_a_slow_tool_call_shows_a_live_running_line(cli: Cli, serve: Any, tmp_pa
     assert stdout.strip() == "3"
 
 
+INLINE_CALL = (
+    '<think>I should add them.</think><tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'
+)
+
+
+@pytest.mark.parametrize("mode", ["inline", "native"])
 def test_thinking_ends_its_line_before_the_tool_call_off_a_terminal(
-    cli: Cli, serve: Any, tmp_path: Path
+    cli: Cli, serve: Any, tmp_path: Path, mode: str
 ) -> None:
     # issue 23 item 21: with stderr a pipe, "I should add them.→ add {...}" ran into one line
-    server = serve(
-        [
-            {
-                "reasoning": "I should add them.",
-                "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
-            },
-            {"content": "3"},
-        ]
-    )
+    first: dict[str, Any] = {"content": INLINE_CALL}  # inline: thinking in the text, a <tool_call> block
+    if mode == "native":
+        call = [{"name": "add", "arguments": {"a": 1, "b": 2}}]
+        first = {"reasoning": "I should add them.", "tool_calls": call}
+    server = serve([first, {"content": "3"}])
     tools = 'def add(a: int, b: int) -> int:\n    """Add two integers."""\n    return a + b\n'
-    agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=tools)
+    body = agent_yaml(server.base_url) + f"function_calling: {mode}\n"
+    agent = write_agent(tmp_path / "a", body, tools=tools)
     result = cli("run", str(agent), "-p", "1 + 2?")
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
