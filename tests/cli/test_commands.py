@@ -194,7 +194,7 @@ def test_init_in_a_folder_with_a_space_prints_commands_to_copy_and_passes_ruff(
     cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # issue 23 item 21: "runner validate my agent/agent.yaml" ran on two paths; the test's
-    # `# noqa: E402` is unused (ruff allows imports after sys.path.insert), so RUF100 failed
+    # E402 suppression comment is unused (ruff allows imports after sys.path.insert), so RUF100 failed
     import subprocess
     import sys
 
