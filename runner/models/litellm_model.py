@@ -258,6 +258,10 @@ class LiteLLMModel:
     async def aclose(self) -> None:
         """Nothing to release: litellm keeps its own shared HTTP clients."""
 
+    def prepare(self) -> None:
+        """Import litellm now (seconds, once per process), so that no request's time pays for it."""
+        _import_litellm(local_cost_map=self._local_cost_map)
+
     def _litellm(self) -> Any:
         """litellm, imported; before the first request, refuse a provider whose API key is unset."""
         litellm = _import_litellm(local_cost_map=self._local_cost_map)

@@ -107,6 +107,7 @@ class ResilientModel:
             attempt = 0
             while True:
                 started = False
+                _prepare(model)
                 events = self._events(model, sent)
                 bound = _Bound(model.name, self.total_timeout_s) if self.total_timeout_s else None
                 try:
@@ -150,6 +151,7 @@ class ResilientModel:
         """``model.complete(request)`` within ``total_timeout_s``."""
         if not self.total_timeout_s:
             return await model.complete(request)
+        _prepare(model)
         scope = asyncio.timeout(self.total_timeout_s)
         try:
             async with scope:
@@ -218,6 +220,14 @@ def overran(model: str, seconds: float) -> ModelError:
         f"{model}: the answer did not end within {seconds:g} s (model.total_timeout_s)",
         hint="raise model.total_timeout_s if the model's answers really take this long",
     )
+
+
+def _prepare(model: Model) -> None:
+    """The model's one-time set-up (litellm's import, seconds long) before a request's time starts:
+    ``total_timeout_s`` bounds the answer, not the runner's own start-up."""
+    prepare = getattr(model, "prepare", None)
+    if prepare is not None:
+        prepare()
 
 
 class _Bound:
