@@ -36,7 +36,7 @@ from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
 from runner.batch.ray_actors import ItemActor, LimiterActor
 from runner.batch.record import ItemResult
-from runner.errors import ConfigError, RunnerError
+from runner.errors import ConfigError, RunnerError, StorageError
 from runner.models.base import Usage
 from runner.store.transcript import file_sha256
 
@@ -354,6 +354,9 @@ class RayBatch(Batch):
                 log.warning("batch item %s: its Ray worker died (%s); sending it again", item.id, lost)
                 continue
             except ray.exceptions.RayError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, StorageError):  # a transcript cannot be written: the batch stops
+                    raise StorageError(cause.message, path=cause.path, hint=cause.hint) from None
                 return self._failed(item, started, f"the Ray worker failed: {_first_line(exc)}")
             finally:
                 self._busy[index] -= 1
