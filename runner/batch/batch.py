@@ -15,6 +15,7 @@ arrives; once one is spent, no new item starts, and those running finish within 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,10 +72,18 @@ class BatchStats:
     transient_retries: int = 0
     item_seconds: float = 0.0
     """The items' run time, summed (its ratio to the wall time is the achieved concurrency)."""
+    phase: str | None = None
+    """What the batch is doing before its items can start (``starting a local Ray``); None once
+    they can (the progress display shows it, with the seconds since ``phase_since``)."""
+    phase_since: float = 0.0
 
     @property
     def finished(self) -> int:
         return self.ok + self.failed + self.limited
+
+    def enter(self, phase: str | None) -> None:
+        """Say what the batch does now, before its items start (None: they start)."""
+        self.phase, self.phase_since = phase, time.monotonic()
 
 
 @dataclass
