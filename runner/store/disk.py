@@ -34,6 +34,7 @@ _REASONS = {
     errno.EPERM: "not permitted (an immutable file or folder?)",
     errno.ENOTDIR: "a part of the path is not a folder",
     errno.EISDIR: "it is a folder",
+    errno.EEXIST: "a file is in the way of a folder",
     errno.EFBIG: "the file is too large",
     errno.EIO: "an input/output error of the device",
 }
