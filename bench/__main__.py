@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
+import sys
 
-from bench import loop, openapi_convert, output, reload, startup
 
-results = [startup.main([]), loop.main([]), reload.main([]), openapi_convert.main([]), output.main([])]
-if shutil.which("node"):
-    from bench import mcp_overhead
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line (``--help`` says what runs), then run the benches one after another."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=(
+            "Run the benchmarks one after another: startup, loop, reload, openapi_convert, output, "
+            "answer_check, and mcp_overhead where node is installed (docs: bench/README.md). Each one "
+            "also runs alone, with its own options: python -m bench.NAME --help."
+        ),
+    )
+    parser.parse_args(argv)
+    from bench import answer_check, loop, openapi_convert, output, reload, startup
 
-    results.append(mcp_overhead.main([]))
-raise SystemExit(max(results))
+    results = [startup.main([]), loop.main([]), reload.main([]), openapi_convert.main([]), output.main([])]
+    results.append(answer_check.main([]))
+    if shutil.which("node"):
+        from bench import mcp_overhead
+
+        results.append(mcp_overhead.main([]))
+    return max(results)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

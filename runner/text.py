@@ -31,10 +31,18 @@ def counted(count: int, word: str, plural: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
-def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (runs of whitespace made one space), cut to ``limit`` with ``...``."""
+def one_line(text: str, limit: int, *, words: bool = False) -> str:
+    """``text`` on one line (runs of whitespace made one space), cut to ``limit`` with ``...``;
+    ``words``: cut after the last whole word that fits (mid-word only when one word fills most of it)."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    kept = text[: limit - 3]
+    if words and text[limit - 3] != " ":
+        space = kept.rfind(" ")
+        if space >= limit // 2:
+            kept = kept[:space]
+    return (kept.rstrip() if words else kept) + "..."
 
 
 def utf8(text: str) -> bytes:

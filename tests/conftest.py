@@ -1,11 +1,18 @@
-"""Suite-wide guards: no test may reach a real provider (or anything off this machine), transcripts valid."""
+"""Suite-wide guards: no test may reach a real provider (or anything off this machine), transcripts
+valid, and nothing written into the checkout (every test's ``RUNNER_HOME`` is a temporary folder)."""
 
 from __future__ import annotations
 
 import os
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+#: The checkout's own runner folder, where ``runner`` writes when ``RUNNER_HOME`` is not set.
+CHECKOUT_HOME = Path(__file__).resolve().parents[1] / ".runner"
+_CHECKOUT_BEFORE = pytest.StashKey[dict[str, tuple[int, int]]]()
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL", "RUNNER_MODEL"):
@@ -13,6 +20,39 @@ for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_B
 
 # The no-network guard is runner's pytest plugin (runner.testing.pytest_plugin), switched on for every
 # test by ``runner_no_network = true`` in pyproject.toml: users' agent tests get the same one.
+
+
+@pytest.fixture(scope="session")
+def _runner_homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder under which each test gets a ``RUNNER_HOME`` of its own."""
+    return tmp_path_factory.mktemp("runner-homes")
+
+
+@pytest.fixture(autouse=True)
+def _runner_home_in_a_temporary_folder(monkeypatch: pytest.MonkeyPatch, _runner_homes: Path) -> None:
+    """Every test's sessions, caches and transcripts go to a temporary folder, never ``./.runner``.
+
+    The folder is created when the runner first writes there. A test that sets ``RUNNER_HOME``
+    itself (``monkeypatch.setenv``, a subprocess ``env``) still wins.
+    """
+    monkeypatch.setenv("RUNNER_HOME", str(_runner_homes / uuid.uuid4().hex))
+
+
+def checkout_files() -> dict[str, tuple[int, int]]:
+    """Every file under the checkout's ``.runner/`` with its size and modification time."""
+    if not CHECKOUT_HOME.is_dir():
+        return {}
+    return {
+        str(path.relative_to(CHECKOUT_HOME)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in CHECKOUT_HOME.rglob("*")
+        if path.is_file()
+    }
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note what the checkout's ``.runner/`` holds before the suite runs (see pytest_sessionfinish)."""
+    if not hasattr(session.config, "workerinput"):  # the controller (or the only process) checks
+        session.config.stash[_CHECKOUT_BEFORE] = checkout_files()
 
 
 def _invalid_transcripts(root: Any) -> list[str]:
@@ -46,7 +86,9 @@ def _invalid_transcripts(root: Any) -> list[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Validate every transcript the suite wrote (SPEC section 12); a bad one fails the run."""
+    """Validate every transcript the suite wrote (SPEC section 12); a bad one fails the run, and so
+    does a file the suite wrote or changed under the checkout's own ``.runner/``."""
+    _check_checkout_untouched(session)
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None:
         return
@@ -64,3 +106,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for problem in problems[:20]:
                 reporter.write_line("  " + problem, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _check_checkout_untouched(session: pytest.Session) -> None:
+    before = session.config.stash.get(_CHECKOUT_BEFORE, None)
+    if before is None:
+        return
+    after = checkout_files()
+    changed = sorted(name for name, stamp in after.items() if before.get(name) != stamp)
+    if not changed:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"the suite wrote {len(changed)} file(s) into the checkout's {CHECKOUT_HOME}:", red=True
+        )
+        for name in changed[:20]:
+            reporter.write_line("  " + name, red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -11,7 +11,7 @@ PACKAGE = Path(runner.__file__).resolve().parent
 
 #: Lowest first; a package may import only packages of a lower rank (docs/architecture.md).
 LAYERS: list[set[str]] = [
-    {"errors", "text"},
+    {"errors", "text", "redact"},
     {"resources", "settings"},
     {"agentfile"},
     {"tools", "audit"},

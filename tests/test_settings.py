@@ -12,6 +12,7 @@ from runner.settings import load_settings
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RUNNER_HOME")  # the suite's conftest sets one for every test
     settings = load_settings()
     assert settings.home == Path(".runner")
     assert settings.serve_host == "127.0.0.1"

@@ -13,11 +13,11 @@ HEAVY = ("litellm", "httpx", "mcp", "starlette", "openai", "pydantic", "uvicorn"
 
 
 def _imported_modules(*args: str) -> set[str]:
-    return _run(*args)[0]
+    return {name.split(".")[0] for name in _run(*args)[0]}
 
 
 def _run(*args: str) -> tuple[set[str], str]:
-    """The top-level modules ``runner ARGS`` imported, and what it printed on stdout."""
+    """The modules ``runner ARGS`` imported (dotted names), and what it printed on stdout."""
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "runner", *args],
         cwd=ROOT,
@@ -28,7 +28,7 @@ def _run(*args: str) -> tuple[set[str], str]:
     names = set()
     for line in result.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+            names.add(line.rsplit("|", 1)[1].strip())
     assert "typer" in names and "runner" in names  # the parser of importtime output works
     return names, result.stdout
 
@@ -45,6 +45,32 @@ def _run(*args: str) -> tuple[set[str], str]:
 def test_command_imports_no_heavy_module(args: tuple[str, ...]) -> None:
     heavy = sorted(set(HEAVY) & _imported_modules(*args))
     assert heavy == [], f"runner {args[0]} imported {heavy}"
+
+
+def _runner_packages(modules: set[str]) -> set[str]:
+    """``runner.X`` for every module of the runner's package X (or top-level module) imported."""
+    return {".".join(name.split(".")[:2]) for name in modules if name.startswith("runner.")}
+
+
+def test_help_imports_only_the_cli_and_the_leaf_modules() -> None:
+    # issue 23 item 20: the output guard pulled in the agent-file package and the transcript store
+    # (cli/guard.py -> store/transcript.py -> agentfile/revisions.py), and the exit path the worker
+    # threads (asyncio); --help needs none of them
+    modules = _run("--help")[0]
+    assert _runner_packages(modules) == {"runner.cli", "runner.errors", "runner.redact", "runner.text"}
+    assert sorted({"asyncio", "yaml", "jsonschema", "jinja2"} & modules) == []
+
+
+def test_validate_imports_the_agent_file_package_but_no_runtime() -> None:
+    # validate reads agent files (and the packaged schema), nothing that runs an agent
+    examples = sorted(str(p) for p in (ROOT / "examples").glob("*.yaml"))
+    modules = _run("validate", *examples)[0]
+    assert _runner_packages(modules) <= {
+        *("runner.cli", "runner.errors", "runner.redact", "runner.text"),
+        *("runner.agentfile", "runner.resources", "runner.tools"),
+    }
+    assert "runner.agentfile.config" in modules  # the parser works: validate does build configurations
+    assert sorted({"asyncio", "runner.tools.threads"} & modules) == []
 
 
 def test_render_on_the_fast_path_never_imports_litellm(monkeypatch: pytest.MonkeyPatch) -> None:

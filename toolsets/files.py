@@ -14,15 +14,20 @@ bounded pieces, and stops at ``search_timeout_s`` with a tool error naming the l
 names them); a file named as ``path`` is searched whatever its size. Both tools run on the runner's
 worker threads and stop early when their call is abandoned (a tool timeout, Ctrl+C).
 
-Confinement: every path is joined to the root and resolved (``..`` collapsed, symlinks followed) and
-must land inside the resolved root, so ``../x``, absolute paths elsewhere and symlinks pointing out of
-the root are refused with a tool error. Listing and searching never follow directory symlinks and
-skip files whose symlinks lead outside. (A symlink swapped in between the check and the open is not
-guarded against: the toolset confines a model, not a hostile local user.)
+Confinement: every path is stripped of surrounding spaces, joined to the root and resolved (``..``
+collapsed, symlinks followed) and must land inside the resolved root, so ``../x``, absolute paths
+elsewhere and symlinks pointing out of the root are refused with a tool error. Permission rules see
+that resolved path relative to the root too (``Tool.path_view``), so ``" secrets/key.txt"``,
+``/abs/root/secrets/key.txt`` and a symlink to ``secrets/`` all meet ``files_read(path=secrets/*)``.
+``files_write`` refuses any path inside the runner's cache of revisions (``$RUNNER_HOME/git``,
+any materialized tree), even when the root covers it. Listing and searching never follow directory
+symlinks and skip files whose symlinks lead outside. (A symlink swapped in between the check and the
+open is not guarded against: the toolset confines a model, not a hostile local user.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import threading
@@ -31,6 +36,7 @@ from collections.abc import Callable, Iterator, MutableSequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from runner.agentfile.revisions import in_cache
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.builtin import builtin_tool
@@ -105,7 +111,7 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
     if options["allow_write"]:
         tools.append(files.write_tool())
     tools += [files.list_tool(), files.search_tool()]
-    return tools
+    return [dataclasses.replace(tool, path_view=files.view) for tool in tools]
 
 
 def _tool(
@@ -263,6 +269,14 @@ class _Files:
             )
         return target
 
+    def view(self, raw: str) -> str | None:
+        """The path ``raw`` names as these tools use it, relative to the root (None: refused), for
+        permission rules to match."""
+        try:
+            return self._relative(self.resolve(raw))
+        except ToolError:
+            return None
+
     def read(
         self, raw: str, start_line: int | None, end_line: int | None, *, limit: int, stop: threading.Event
     ) -> str:
@@ -299,6 +313,11 @@ class _Files:
     def write(self, raw: str, content: str, append: bool) -> str:
         """Write (or append) ``content``; parent folders inside the root are created."""
         target = self.resolve(raw)
+        if in_cache(target):
+            raise ToolError(
+                f"{raw!r} is inside the runner's own cache of revisions ({target.parent}), which no tool "
+                "may write; write somewhere else in the root."
+            )
         if target.is_dir():
             raise ToolError(f"{raw!r} is a folder; give a file path.")
         existed = target.exists()

@@ -11,7 +11,16 @@ from typing import Any
 
 from runner.agentdiff.snapshot import Snapshot
 
-__all__ = ["MISSING", "AgentDiff", "Change", "ToolChange", "compare"]
+__all__ = [
+    "MISSING",
+    "AgentDiff",
+    "Change",
+    "ToolChange",
+    "compare",
+    "format_diff",
+    "show_value",
+    "text_diff",
+]
 
 
 class _Missing:
@@ -94,7 +103,8 @@ def _changes(before: Any, after: Any, path: str) -> Iterator[Change]:
         yield Change(path, before, after)
 
 
-def _text_diff(before: str | None, after: str | None, name: str, labels: tuple[str, str]) -> list[str]:
+def text_diff(before: str | None, after: str | None, name: str, labels: tuple[str, str]) -> list[str]:
+    """``before`` -> ``after`` as unified diff lines, named ``LABEL:name`` on each side."""
     if before == after:
         return []
     old, new = (before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True)
@@ -115,7 +125,7 @@ def compare(old: Snapshot, new: Snapshot, *, old_label: str = "old", new_label: 
     ]
     prompts = {}
     for name in ("system", "user", "status", "tool_selection"):
-        lines = _text_diff(old["prompts"].get(name), new["prompts"].get(name), name, (old_label, new_label))
+        lines = text_diff(old["prompts"].get(name), new["prompts"].get(name), name, (old_label, new_label))
         if lines:
             prompts[name] = lines
     old_tools, new_tools = old["tools"], new["tools"]
@@ -135,7 +145,8 @@ def compare(old: Snapshot, new: Snapshot, *, old_label: str = "old", new_label: 
     )
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """A value as one short line of JSON (``(none)`` where it is missing)."""
     if value is MISSING:
         return "(none)"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -149,14 +160,16 @@ def format_diff(diff: AgentDiff) -> str:
     out = [f"--- {diff.old_label}\n", f"+++ {diff.new_label}\n"]
     if diff.settings:
         out.append("settings:\n")
-        out += [f"  {c.path}: {_show(c.before)} -> {_show(c.after)}\n" for c in diff.settings]
+        out += [f"  {c.path}: {show_value(c.before)} -> {show_value(c.after)}\n" for c in diff.settings]
     if diff.tools_added or diff.tools_removed or diff.tools_changed:
         out.append("tools:\n")
         out += [f"  + {name}\n" for name in diff.tools_added]
         out += [f"  - {name}\n" for name in diff.tools_removed]
         for tool in diff.tools_changed:
             out.append(f"  ~ {tool.name}\n")
-            out += [f"      {c.path}: {_show(c.before)} -> {_show(c.after)}\n" for c in tool.changes]
+            out += [
+                f"      {c.path}: {show_value(c.before)} -> {show_value(c.after)}\n" for c in tool.changes
+            ]
     for lines in diff.prompts.values():
         out += lines
     return "".join(out)

@@ -5,7 +5,13 @@ as ``runner tools`` resolves them for ``python`` / ``builtin`` / ``openapi`` fil
 description, parameters), the configuration of the other sources (``mcp``, ``agent``, OpenAPI URLs:
 listing their tools would start servers or reach the network), the model and its parameters, limits,
 hooks, permissions and the ``output:`` schema. Paths are relative to the agent's folder, so the same
-file at two revisions (two trees) compares equal; secrets are redacted.
+file at two revisions (two trees) compares equal; secrets are redacted, and so is the password of
+any URL.
+
+No code of the agent runs unless ``run_code``: Python tools and an ``output: {python:}`` model are
+read from their source (``runner.agentdiff.pysource``); a tool whose signature could not be read
+exactly says so in its ``signature`` entry. With ``run_code`` their modules are imported, as
+``runner tools`` does, for exact schemas.
 """
 
 from __future__ import annotations
@@ -16,16 +22,21 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runner.agentdiff.pysource import model_from_source, note_of, tools_from_source
 from runner.agentfile.config import AgentConfig, TemplateSource, ToolSourceConfig
 from runner.agentfile.revisions import runner_home
 from runner.agentfile.templates import frozen_clock
-from runner.errors import RunnerError
+from runner.audit import mask_url_passwords
+from runner.audit.modules import invalidate
+from runner.errors import ConfigError, RunnerError
 from runner.runtime.prompts import Prompts
 from runner.runtime.sources import SourceSet
 from runner.store.transcript import Redactor
-from runner.tools.sources import SourceContext
+from runner.tools.base import Tool
+from runner.tools.registry import ToolRegistry
+from runner.tools.sources import LoadedSource, SourceContext, SourceFailure
 
-__all__ = ["Snapshot", "snapshot"]
+__all__ = ["Snapshot", "masked", "snapshot"]
 
 #: Sources whose tools are listed (opening them runs nothing outside this process and the disk).
 _OPENED = ("python", "builtin", "openapi")
@@ -64,28 +75,63 @@ def _source_config(source: ToolSourceConfig, base: Path) -> dict[str, Any]:
     return {k: v for k, v in plain.items() if k not in _POSITION}
 
 
-async def _tools(config: AgentConfig) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
+async def _tools(
+    config: AgentConfig, *, run_code: bool
+) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
     """The listed tools by name, the sources that failed, the tools of the other sources' configs."""
     opened = tuple(s for s in config.tools if _opened(s))
     ctx = SourceContext(
         agent=config, cache_dir=runner_home() / "cache", default_timeout_s=config.limits.tool_timeout_s
     )
-    sources, failures = await SourceSet.open_each(opened, ctx)
+    read = () if run_code else tuple(s for s in opened if s.kind == "python")
+    sources, failures = await SourceSet.open_each([s for s in opened if all(s is not r for r in read)], ctx)
     try:
-        registry = sources.registry()
-        tools = {
-            t.name: {
-                "source": f"{t.source_kind}:{t.source_id}",
-                "description": t.description,
-                "parameters": t.parameters,
-            }
-            for t in registry.tools()
-        }
+        loaded = {id(spec): source for spec, source in sources.loaded()}
+        for spec in read:
+            try:
+                loaded[id(spec)] = LoadedSource(tools_from_source(spec, folder=config.directory))
+            except ConfigError as exc:
+                failures.append(SourceFailure(spec, exc))
+        registry = ToolRegistry([(s, loaded[id(s)].tools) for s in opened if id(s) in loaded])
+        tools = {t.name: _tool_entry(t) for t in registry.tools()}
     finally:
         await sources.aclose()
-    failed = [{"source": f.spec.label, "error": str(f.error)} for f in failures]
+    order = {id(s): i for i, s in enumerate(opened)}
+    failed = [
+        {"source": f.spec.label, "error": str(f.error)}
+        for f in sorted(failures, key=lambda f: order[id(f.spec)])
+    ]
     others = [_source_config(s, config.directory) for s in config.tools if not _opened(s)]
     return tools, failed, others
+
+
+def _tool_entry(tool: Tool) -> dict[str, Any]:
+    entry = {
+        "source": f"{tool.source_kind}:{tool.source_id}",
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    note = note_of(tool)
+    if note is not None:
+        entry["signature"] = note
+    return entry
+
+
+def _output(config: AgentConfig, *, run_code: bool) -> Any:
+    """The ``output:`` schema; a ``python:`` model imported (``run_code``) or read from its source."""
+    output = config.output
+    if output is None:
+        return None
+    if output.python is None:
+        return output.schema
+    if not run_code:
+        return model_from_source(output.python, output.base_dir, folder=config.directory)
+    from runner.agentfile.output import load_output
+
+    try:
+        return {"python": output.python, "schema": dict(load_output(output).schema)}
+    except ConfigError as exc:
+        return {"python": output.python, "error": exc.message}
 
 
 def _render(prompts: Prompts, source: TemplateSource | None, config: AgentConfig) -> str | None:
@@ -97,9 +143,10 @@ def _render(prompts: Prompts, source: TemplateSource | None, config: AgentConfig
         return f"{source.text}\n# (not rendered: {exc.message})"
 
 
-async def snapshot(config: AgentConfig) -> Snapshot:
+async def snapshot(config: AgentConfig, *, run_code: bool = False) -> Snapshot:
     """The resolved configuration of ``config`` as JSON data (see the module's docstring)."""
-    tools, failed, others = await _tools(config)
+    invalidate()  # modules written a moment ago are found
+    tools, failed, others = await _tools(config, run_code=run_code)
     listed = [
         {"name": n, "description": t["description"], "parameters": t["parameters"]} for n, t in tools.items()
     ]
@@ -109,9 +156,6 @@ async def snapshot(config: AgentConfig) -> Snapshot:
         name: _render(prompts, getattr(config.prompts, name), config)
         for name in ("system", "user", "status", "tool_selection")
     }
-    output: Any = None
-    if config.output is not None:
-        output = {"python": config.output.python} if config.output.python else config.output.schema
     data: Snapshot = {
         "name": config.name,
         "description": config.description,
@@ -127,11 +171,22 @@ async def snapshot(config: AgentConfig) -> Snapshot:
         "hooks": {event: [_plain(h, base) for h in chain] for event, chain in sorted(config.hooks.items())},
         "permissions": _plain(config.permissions, base),
         "limits": _plain(config.limits, base),
-        "output": output,
+        "output": _output(config, run_code=run_code),
         "tool_details": config.tool_details,
     }
     for chain in data["hooks"].values():
         for hook in chain:
             hook.pop("base_dir", None)
-    redacted: Snapshot = Redactor(config.secrets).record(data)
+    redacted: Snapshot = masked(Redactor(config.secrets).record(data))
     return redacted
+
+
+def masked(value: Any) -> Any:
+    """``value`` with the password of every URL in its strings masked (``runner.audit``'s rule)."""
+    if isinstance(value, str):
+        return mask_url_passwords(value)
+    if isinstance(value, dict):
+        return {k: masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return value

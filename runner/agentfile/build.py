@@ -51,7 +51,7 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
             raise error_at(
                 exc.message, doc.sources.value((*path, "file")), (*path, "file"), hint=exc.hint
             ) from None
-        return TemplateSource(text=text, origin=origin, line=1, file=file)
+        return TemplateSource(text=text, origin=origin, line=1, file=file, written=str(value["file"]))
     line = info.line if info is not None else 1
     if info is not None and info.block_scalar:
         line += 1  # a `|` or `>` block's text starts on the next line

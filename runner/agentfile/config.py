@@ -82,6 +82,10 @@ MESSAGE_EVENTS: tuple[str, ...] = tuple(e for e, rules in HOOK_EVENT_RULES.items
 BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
 
 
+#: ``model.total_timeout_s`` when the file sets none (a longer ``model.timeout_s`` raises it).
+DEFAULT_TOTAL_TIMEOUT_S = 600.0
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Which model to call and how (``model:``)."""
@@ -93,9 +97,19 @@ class ModelConfig:
     max_tokens: int | None = None
     stream: bool = True
     timeout_s: float = 120.0
+    #: The longest one request may take from start to its answer's end; None: the default
+    #: (``DEFAULT_TOTAL_TIMEOUT_S``, or ``timeout_s`` when that is longer).
+    total_timeout_s: float | None = None
     retries: int = 2
     params: dict[str, Any] = field(default_factory=dict)
     fallbacks: tuple[str, ...] = ()
+
+    @property
+    def total_bound_s(self) -> float:
+        """The bound on one request's whole duration: ``total_timeout_s``, else its default."""
+        if self.total_timeout_s is not None:
+            return self.total_timeout_s
+        return max(DEFAULT_TOTAL_TIMEOUT_S, self.timeout_s)
 
 
 @dataclass(frozen=True)
@@ -119,6 +133,8 @@ class TemplateSource:
     origin: Path
     line: int = 1
     file: Path | None = None
+    #: A file template's path as the agent file wrote it (``file`` is that path resolved).
+    written: str | None = None
 
     @property
     def name(self) -> str:

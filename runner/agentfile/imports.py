@@ -81,7 +81,12 @@ def import_module(name: str, base_dir: Path, *, reload: bool = False) -> ModuleT
     """
     revision = revision_of(base_dir / "_")
     _forget_other_trees(base_dir, at_revision=revision is not None)
-    module = _import(name, base_dir, reload=reload)
+    writes = sys.dont_write_bytecode
+    sys.dont_write_bytecode = writes or revision is not None  # a revision's tree holds only the commit
+    try:
+        module = _import(name, base_dir, reload=reload)
+    finally:
+        sys.dont_write_bytecode = writes
     if revision is not None:
         _check_committed(module, name, revision)
     return module

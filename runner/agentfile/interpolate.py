@@ -19,21 +19,20 @@ from typing import Any
 import yaml
 
 from runner.errors import ConfigError
+from runner.redact import environment_secrets, is_secret_name
 
-__all__ = ["MAX_INT_BITS", "MAX_RETYPE_CHARS", "Interpolator", "PathKey", "is_secret_name", "retype"]
+__all__ = [
+    "MAX_INT_BITS",
+    "MAX_RETYPE_CHARS",
+    "Interpolator",
+    "PathKey",
+    "environment_secrets",
+    "is_secret_name",
+    "retype",
+]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
-_SECRET_WORDS = frozenset({"CREDS", "COOKIE"})
-_SECRET_LAST_WORDS = frozenset({"PWD", "PAT", "PASS", "AUTH"})
-_WORD_BREAK = re.compile(r"[^A-Z0-9]+")
-#: A URL whose userinfo has a password, or a connection string's password or key part.
-_SECRET_VALUE = re.compile(
-    r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:[^\s/?#@]+@"
-    r"|(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=\s*[^;\s]",
-    re.IGNORECASE,
-)
 
 PathKey = tuple[str | int, ...]
 
@@ -41,27 +40,6 @@ PathKey = tuple[str | int, ...]
 MAX_RETYPE_CHARS = 1000
 #: Integers of more bits stay text (more than about 4,200 digits: Python cannot print them).
 MAX_INT_BITS = 14_000
-
-
-def is_secret_name(name: str, value: str | None = None) -> bool:
-    """Whether a variable's value must be treated as a secret, by its name or (given) its value.
-
-    The name (upper-cased) contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE or CREDENTIAL;
-    or one of its words (split at ``_``, ``-``, ``.``) is CREDS or COOKIE; or its last word is PWD,
-    PAT, PASS or AUTH (``MYSQL_PWD``, ``GH_PAT``, ``SMTP_PASS``, ``NPM_AUTH``; not ``PWD``,
-    ``OLDPWD``, ``PATH`` or ``SSH_AUTH_SOCK``). The value is a URL with a password in it
-    (``postgres://user:pw@host/db``) or a connection string with a Password, Pwd, AccountKey or
-    SharedAccessKey part.
-    """
-    upper = name.upper()
-    if any(part in upper for part in _SECRET_PARTS):
-        return True
-    words = [word for word in _WORD_BREAK.split(upper) if word]
-    if any(word in _SECRET_WORDS for word in words):
-        return True
-    if words and words[-1] in _SECRET_LAST_WORDS and upper not in ("PWD", "OLDPWD"):
-        return True
-    return bool(value) and _SECRET_VALUE.search(value or "") is not None
 
 
 class Interpolator:

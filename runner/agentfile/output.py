@@ -26,8 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile.answer_check import Keyword, checking_validator
 from runner.agentfile.config import OutputConfig
 from runner.agentfile.imports import import_module
+from runner.agentfile.schema_budget import (
+    MAX_ANSWER_DEPTH,
+    REF_KEYWORDS,
+    CheckBudget,
+    CheckOverrun,
+    answer_depth,
+    budget_problem,
+    current_budget,
+    schema_nodes,
+)
 from runner.agentfile.validate import resolve_pointer
 from runner.agentfile.yamlsrc import PathKey, SourceMap, format_path, parse_data
 from runner.errors import ConfigError
@@ -54,12 +65,6 @@ MAX_PROBLEM_CHARS = 240
 MAX_ERRORS_READ = 50
 _JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
-#: Keywords whose values are data, not schemas: a ``$ref`` key inside them is not a reference.
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-#: Keywords whose values map names to schemas.
-_NAMED_SCHEMAS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
 
 
 def json_path(path: Iterator[str | int] | tuple[str | int, ...] | list[str | int]) -> str:
@@ -116,37 +121,29 @@ def read_schema_file(path: Path, shown: str) -> tuple[Any, SourceMap]:
     return parse_data(text, name)
 
 
-def _refs(node: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
-    """Every ``$ref`` string in ``node`` with the path of the mapping that holds it (no recursion).
-
-    The values of ``_DATA_KEYWORDS`` are data and skipped, but not a property that has such a name
-    (the values of ``properties``, ``$defs``... are all schemas)."""
-    stack: list[tuple[Any, PathKey, bool]] = [(node, path, False)]
-    while stack:
-        item, where, named = stack.pop()
-        if isinstance(item, Mapping):
-            ref = item.get("$ref")
-            if isinstance(ref, str) and not named:
-                yield where, ref
-            stack.extend(
-                (value, (*where, key), not named and key in _NAMED_SCHEMAS)
-                for key, value in item.items()
-                if named or key not in _DATA_KEYWORDS
-            )
-        elif isinstance(item, list):
-            stack.extend((value, (*where, index), False) for index, value in enumerate(item))
+def _refs(node: Any) -> Iterator[tuple[PathKey, str, str]]:
+    """Every reference in ``node`` (``$ref``, ``$dynamicRef``, ``$recursiveRef``): the path of the
+    mapping that holds it, the keyword and the reference. The values of ``enum``, ``const``... are
+    data and skipped, but not a property that has such a name."""
+    for where, mapping in schema_nodes(node):
+        for keyword in REF_KEYWORDS:
+            ref = mapping.get(keyword)
+            if isinstance(ref, str):
+                yield where, keyword, ref
 
 
-def _ref_problem(schema: Mapping[str, Any], ref: str) -> str | None:
+def _ref_problem(schema: Mapping[str, Any], keyword: str, ref: str) -> str | None:
     if not ref.startswith("#"):
         return (
-            f"$ref '{one_line(ref, 80)}' points outside the schema; only references inside it "
+            f"{keyword} '{one_line(ref, 80)}' points outside the schema; only references inside it "
             "(#/$defs/...) are followed"
         )
     try:
         resolve_pointer(schema, ref)
     except LookupError:
-        message = f"$ref '{one_line(ref, 80)}' does not resolve: the schema has nothing at {ref[1:] or '/'}"
+        message = (
+            f"{keyword} '{one_line(ref, 80)}' does not resolve: the schema has nothing at {ref[1:] or '/'}"
+        )
         defs = [f"#/{key}/{name}" for key in ("$defs", "definitions") for name in schema.get(key) or {}]
         close = difflib.get_close_matches(ref, defs, n=1)
         return message + (f" (did you mean '{close[0]}'?)" if close else "")
@@ -241,8 +238,15 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
         return [
             ((), f"an output schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
         ]
+    over = budget_problem(schema)  # first: the checks below cost time in proportion to the schema
+    if over is not None:
+        return [over]
     cls, dialect_problem = _dialect(schema)
-    problems: list[tuple[PathKey, str]] = []
+    problems: list[tuple[PathKey, str]] = [
+        ((*where, "$schema"), "only the root of the schema may name a $schema (the draft of all of it)")
+        for where, node in schema_nodes(schema)
+        if where and "$schema" in node
+    ][:1]
     if dialect_problem is not None:
         problems.append((("$schema",), dialect_problem))
         # the default draft's meta-schema would refuse the non-string `$schema` again
@@ -252,10 +256,10 @@ def schema_problems(schema: Any) -> list[tuple[PathKey, str]]:
     meta = sorted(checker.iter_errors(schema), key=lambda e: [str(p) for p in e.path])
     for error in meta[:MAX_PROBLEMS]:
         problems.append((tuple(error.path), f"not a valid JSON Schema: {_meta_message(error)}"))
-    for where, ref in sorted(_refs(schema), key=lambda item: [str(p) for p in item[0]]):
-        problem = _ref_problem(schema, ref)
+    for where, keyword, ref in sorted(_refs(schema), key=lambda item: [str(p) for p in item[0]]):
+        problem = _ref_problem(schema, keyword, ref)
         if problem:
-            problems.append(((*where, "$ref"), problem))
+            problems.append(((*where, keyword), problem))
     return problems
 
 
@@ -281,36 +285,56 @@ class OutputSchema:
         safe = _NAME.sub("_", raw).strip("_")[:64] or "output"
         return cls(schema, name=safe, **kwargs)
 
+    def keywords(self) -> Mapping[str, Keyword]:
+        """Keywords checked otherwise than jsonschema does (a client schema's patterns: RE2)."""
+        return {}
+
     @functools.cached_property
     def _validator(self) -> Any:
         cls, _ = _dialect(self.schema)
-        return cls(self.schema, format_checker=cls.FORMAT_CHECKER)
+        return checking_validator(self.schema, cls, self.keywords())
 
     def problems(self, value: Any) -> list[str]:
-        """Why ``value`` does not match (at most ``MAX_PROBLEMS``, "at $.path: reason"); [] if it does."""
-        try:
-            # the first errors only: an answer of a million wrong items makes a million errors
-            found = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS_READ))
-        except RecursionError:
-            return ["the answer is nested too deeply to check"]
-        except re.error as exc:  # a schema that skipped ``runner validate`` (a client's, a built one)
-            return [f"the schema cannot be used: a pattern is not a regular expression ({exc})"]
-        except Exception as exc:  # the same: an unknown type, a reference jsonschema cannot follow
-            if not _is_schema_error(exc):
-                raise
-            return [f"the schema cannot be used: {type(exc).__name__}: {one_line(str(exc), 200)}"]
-        errors = sorted(found, key=lambda e: [str(p) for p in e.path])
-        problems = [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
-        if not problems and self.model is not None:
-            problems = self._model_problems(value)
+        """Why ``value`` does not match (at most ``MAX_PROBLEMS``, "at $.path: reason"); [] if it does.
+
+        The check runs within the budget of the caller's context (``check_off_loop``'s), else a new
+        ``CheckBudget``; past it, the answer's one problem says so."""
+        if answer_depth(value) > MAX_ANSWER_DEPTH:
+            return [f"the answer nests arrays and objects more than {MAX_ANSWER_DEPTH} levels deep"]
+        with contextlib.ExitStack() as stack:
+            if current_budget() is None:
+                stack.enter_context(CheckBudget().active())
+            try:
+                # the first errors only: an answer of a million wrong items makes a million errors
+                found = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS_READ))
+                problems = self._messages(found) or self._model_problems(value)
+            except CheckOverrun as exc:
+                if exc.budget.inline:
+                    raise  # not the answer's fault: the caller checks again in a worker thread
+                return [exc.message]
+            except RecursionError:
+                return ["the answer is nested too deeply to check"]
+            except re.error as exc:  # a schema that skipped ``runner validate`` (a client's, a built one)
+                return [f"the schema cannot be used: a pattern is not a regular expression ({exc})"]
+            except Exception as exc:  # the same: an unknown type, a reference jsonschema cannot follow
+                if not _is_schema_error(exc):
+                    raise
+                return [f"the schema cannot be used: {type(exc).__name__}: {one_line(str(exc), 200)}"]
         if len(problems) > MAX_PROBLEMS:
             more = len(problems) - MAX_PROBLEMS
             counted_all = len(found) < MAX_ERRORS_READ
             problems = [*problems[:MAX_PROBLEMS], f"and {more} more" if counted_all else "and more"]
         return problems
 
+    @staticmethod
+    def _messages(found: list[Any]) -> list[str]:
+        errors = sorted(found, key=lambda e: [str(p) for p in e.path])
+        return [f"at {json_path(tuple(e.absolute_path))}: {_clip(e)}" for e in errors]
+
     def _model_problems(self, value: Any) -> list[str]:
-        """What the pydantic model's own validators say (beyond its JSON Schema)."""
+        """What the pydantic model's own validators say (beyond its JSON Schema); [] without a model."""
+        if self.model is None:
+            return []
         import pydantic
 
         try:

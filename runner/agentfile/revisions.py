@@ -1,11 +1,14 @@
 """Agent files as they were at a git revision: ``--rev REV`` and ``git+URL#REV:path`` references.
 
-A revision is read from git's objects only (``git ls-tree`` and ``git cat-file --batch``: no
-checkout, no archive attributes, the work tree and the index untouched) into a cache keyed by
-commit, ``$RUNNER_HOME/git/trees/<commit>/tree``, written once (to a temporary folder, then renamed)
-and read-only afterwards. The agent is then loaded from the same relative path inside it, so its
-``extends`` chain, templates and Python modules are all those of the revision. A remote repository
-is a bare clone under ``$RUNNER_HOME/git/repos/``, keyed by URL.
+A revision is read from git's objects only (``git cat-file --batch``, every object checked against
+its id by ``gitobjects``: no checkout, no archive attributes, the work tree and the index untouched)
+into a cache keyed by commit, ``$RUNNER_HOME/git/trees/<commit>/tree`` (files 0444, written to a
+temporary folder, then renamed). Every use checks that tree against the commit (``revtree``: every
+path, mode and content hash, nothing added) and writes it again when it differs, so a file planted
+or changed there, or a whole tree shipped in a checkout's ``.runner/``, never runs; ``in_cache`` tells
+tools where they may not write. The agent is then loaded from the same relative path inside it, so
+its ``extends`` chain, templates and Python modules are all those of the revision. A remote
+repository is a bare clone under ``$RUNNER_HOME/git/repos/``, keyed by URL.
 
 A file below a materialized tree knows its revision (``revision_of``): the loader refuses paths that
 leave the tree (``confine``), provenance records the revision, imports refuse work-tree modules.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.agentfile import gitobjects, revtree
 from runner.errors import ConfigError
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "at_revision",
     "confine",
     "from_reference",
+    "in_cache",
     "parse_reference",
     "revision_of",
     "runner_home",
@@ -88,10 +93,15 @@ def runner_home() -> Path:
 def _git(
     args: list[str], *, cwd: Path | None = None, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
     try:
         return subprocess.run(
-            ["git", *args], cwd=cwd, input=stdin, capture_output=True, env=env, timeout=300, check=False
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            env=gitobjects.git_env(),
+            timeout=300,
+            check=False,
         )
     except FileNotFoundError:
         raise ConfigError(
@@ -134,75 +144,70 @@ def _check_path(git_dir: Path, commit: str, path: str, *, rev: str) -> None:
 
 
 def _materialize(git_dir: Path, commit: str, *, repository: str, rev: str, home: Path | None) -> Path:
-    """The tree of ``commit``, written once under ``RUNNER_HOME``; returns its root."""
+    """The tree of ``commit`` under ``RUNNER_HOME``, checked to be exactly the commit's files (and
+    written again when it is not, or is missing); returns its root."""
     trees = (home or runner_home()).resolve() / "git" / "trees"
     final = trees / commit
-    root = final / TREE
-    if (final / MARKER).is_file():
-        return root
-    trees.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}-", dir=trees))
-    try:
-        _write_tree(git_dir, commit, temp / TREE)
-        marker = {"commit": commit, "repository": repository, "rev": rev}
-        (temp / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    with gitobjects.reader(git_dir, commit) as objects:
+        snap = revtree.snapshot(objects, commit)
+        if _intact(final, snap):
+            return final / TREE
         try:
-            temp.rename(final)
-        except OSError:  # another process wrote it first: theirs is the same tree
-            if not (final / MARKER).is_file():
-                raise
+            _rebuild(objects, snap, trees, marker={"commit": commit, "repository": repository, "rev": rev})
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise ConfigError(
+                f"cannot write the files of {commit[:12]} into {trees}: {exc.strerror}{where}"
+            ) from None
+    return final / TREE
+
+
+def _rebuild(
+    objects: gitobjects.ObjectReader, snap: revtree.Snapshot, trees: Path, *, marker: dict[str, str]
+) -> None:
+    """Write the commit's tree into a temporary folder, then put it in place of ``trees/<commit>``."""
+    trees.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{snap.commit[:12]}-", dir=trees))
+    try:
+        revtree.write_tree(objects, snap, temp / TREE)
+        (temp / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+        _install(temp, trees / snap.commit, snap)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-    return root
 
 
-def _write_tree(git_dir: Path, commit: str, root: Path) -> None:
-    """Every blob of ``commit`` below ``root``, from the object store (no attributes, no filters)."""
-    listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], cwd=git_dir)
-    if listing.returncode != 0:
-        raise ConfigError(f"cannot list the files of {commit[:12]}: {_err(listing)}")
-    entries: list[tuple[str, str, str]] = []
-    for item in listing.stdout.split(b"\0"):
-        if not item:
-            continue
-        meta, _, raw = item.partition(b"\t")
-        mode, kind, sha = meta.decode().split()
-        if kind == "blob":
-            entries.append((mode, sha, os.fsdecode(raw)))
-    blobs = _git(
-        ["cat-file", "--batch"], cwd=git_dir, stdin="".join(f"{s}\n" for _, s, _ in entries).encode()
-    )
-    if blobs.returncode != 0:
-        raise ConfigError(f"cannot read the files of {commit[:12]}: {_err(blobs)}")
-    data, at = blobs.stdout, 0
-    root.mkdir(parents=True)
-    links: list[tuple[Path, str]] = []
-    for mode, _sha, path in entries:
-        end = data.index(b"\n", at)
-        size = int(data[at:end].split()[2])
-        body = data[end + 1 : end + 1 + size]
-        at = end + 2 + size
-        target = root / path
-        if ".." in Path(path).parts or Path(path).is_absolute():
-            continue  # git refuses such names; a crafted tree gets nothing written outside
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if mode == "120000":
-            links.append((target, os.fsdecode(body)))
-            continue
-        target.write_bytes(body)
-        target.chmod(0o555 if mode == "100755" else 0o444)
-    _link(links, root)
+def _intact(final: Path, snap: revtree.Snapshot) -> bool:
+    """Whether the cached tree at ``final`` is the commit's, its marker naming the same commit."""
+    if final.is_symlink() or not (final / MARKER).is_file() or (final / MARKER).is_symlink():
+        return False
+    try:
+        marker = json.loads((final / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("commit") != snap.commit:
+        return False
+    return revtree.difference(final / TREE, snap) is None
 
 
-def _link(links: list[tuple[Path, str]], root: Path) -> None:
-    """The commit's symbolic links, after its files; a link that leads out of the tree is left out
-    (the file it names is then missing at the revision, not read from outside the commit)."""
-    for link, target in links:
-        link.symlink_to(target)
-    inside = root.resolve()
-    for link, _ in links:
-        if not Path(os.path.realpath(link)).is_relative_to(inside):
-            link.unlink()
+def _install(temp: Path, final: Path, snap: revtree.Snapshot) -> None:
+    """Move the freshly written ``temp`` to ``final``, replacing a tree that is not the commit's."""
+    for _attempt in range(3):
+        try:
+            temp.rename(final)
+            return
+        except OSError:
+            if _intact(final, snap):  # another process wrote it first: theirs is the same tree
+                return
+        stale = final.with_name(f".{final.name[:12]}-stale-{os.getpid()}-{_attempt}")
+        try:
+            final.rename(stale)
+        except OSError:
+            continue  # gone already (another process is replacing it): try again
+        if stale.is_symlink():
+            stale.unlink()
+        else:
+            shutil.rmtree(stale, ignore_errors=True)
+    raise ConfigError(f"cannot write the revision cache {final}: it keeps changing")
 
 
 def at_revision(path: Path, rev: str, *, home: Path | None = None) -> Path:
@@ -309,6 +314,14 @@ def revision_of(path: Path) -> Revision | None:
     except ValueError:
         inside = ""
     return Revision(repository, rev, str(marker.get("commit", "")), inside, folder, work_tree)
+
+
+def in_cache(path: Path) -> bool:
+    """Whether ``path`` (resolved) is inside the runner's git cache: ``$RUNNER_HOME/git``, the cache
+    of any tree this process materialized, or any materialized tree. No tool may write there."""
+    target = Path(path).resolve()
+    caches = {(runner_home() / "git").resolve(), *(root.parents[2] for root in list(_GIVEN))}
+    return any(target.is_relative_to(cache) for cache in caches) or revision_of(target) is not None
 
 
 def confine(origin: Path, target: Path, *, what: str) -> None:

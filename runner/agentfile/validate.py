@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -110,6 +111,29 @@ def suggest(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to ``word``, if one is close enough to be a likely typo."""
     matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+#: How a module reference's pattern begins (``python:`` sources, python hooks, ``module:function``).
+_MODULE_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*"
+
+
+def _module_for_path(value: Any, pattern: str) -> str | None:
+    """The message for a file path written where a module name goes (``python: ./my_tools.py``).
+
+    It names the module that path would be (``my_tools``, ``pkg.tools:add``) when that is one;
+    None when the value does not look like a path to a Python file.
+    """
+    if not isinstance(value, str) or not pattern.startswith(_MODULE_PATTERN):
+        return None
+    file, colon, function = value.partition(":")
+    if not (file.endswith(".py") or "/" in file or "\\" in file):
+        return None
+    parts = [p for p in file.replace("\\", "/").removesuffix(".py").split("/") if p not in ("", ".")]
+    name = ".".join(parts) + (colon + function if colon else "")
+    message = f"expected a module name, not a file path ({_describe(value)})"
+    if parts and all(part.isidentifier() for part in parts) and re.fullmatch(pattern, name):
+        return f"{message}: did you mean `{name}`?"
+    return message + ": modules are imported from the agent file's folder first, then sys.path"
 
 
 def _describe(value: Any) -> str:
@@ -222,6 +246,9 @@ class _Mapper:
                 )
             ]
         if v == "pattern":
+            module = _module_for_path(error.instance, str(error.validator_value))
+            if module is not None:
+                return [error_at(module, where, path, hint=error.schema.get("description"))]
             return [
                 error_at(
                     f"{_describe(error.instance)} does not match the pattern {error.validator_value}",

@@ -3,8 +3,8 @@
 ``workflow:`` is a list of steps, or a mapping ``{name, steps, output, output_schema, limits}``.
 Each step has an ``id`` and is one of: an agent step (``agent:`` with ``input:`` and ``vars:``),
 ``parallel:`` (steps run concurrently), ``for_each:`` (one ``step:`` per item of a list, ``as:``
-names the item, ``max_parallel``), or ``loop:`` (``steps:`` repeated until ``until:`` holds, at most
-``max_iterations``). Any step may have ``when:`` and ``on_error: stop | continue``. Expressions
+names the item, ``max_parallel``, ``max_items``), or ``loop:`` (``steps:`` repeated until ``until:``
+holds, at most ``max_iterations``). Any step may have ``when:`` and ``on_error: stop | continue``. Expressions
 (``when``, ``for_each``, ``until``) are Jinja expressions; ``input`` and ``output`` are templates.
 ``path`` is where the step is in the document, for located errors.
 
@@ -20,9 +20,12 @@ from typing import Any, Literal
 from runner.agentfile.config import TestCaseConfig
 from runner.agentfile.yamlsrc import Document, PathKey
 
-__all__ = ["Step", "StepKind", "WorkflowConfig", "WorkflowLimits", "build_workflow"]
+__all__ = ["DEFAULT_MAX_ITEMS", "Step", "StepKind", "WorkflowConfig", "WorkflowLimits", "build_workflow"]
 
 StepKind = Literal["agent", "parallel", "for_each", "loop"]
+
+#: ``for_each`` without ``max_items``: the most items it runs (a longer list fails the step).
+DEFAULT_MAX_ITEMS = 100
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class Step:
     as_name: str = "item"
     step: Step | None = None
     max_parallel: int = 4
+    #: ``for_each``: the most items; a longer list fails the step before any item starts.
+    max_items: int = DEFAULT_MAX_ITEMS
     #: ``loop``: the expression that ends it, and the most iterations.
     until: str | None = None
     max_iterations: int | None = None
@@ -101,6 +106,7 @@ def _step(entry: dict[str, Any], path: PathKey) -> Step:
             as_name=str(entry.get("as", "item")),
             step=_step(entry["step"], (*path, "step")),
             max_parallel=int(entry.get("max_parallel", 4)),
+            max_items=int(entry.get("max_items", DEFAULT_MAX_ITEMS)),
             **common,
         )
     loop = entry["loop"]

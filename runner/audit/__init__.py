@@ -9,7 +9,7 @@ and serve's one-line summary).
 
 from __future__ import annotations
 
-from runner.audit.collect import AuditContext, audit_agent, find_repository
+from runner.audit.collect import AuditContext, audit_agent, find_repository, mask_url_passwords
 from runner.audit.load import audit_context, load_for_audit, summary_of
 from runner.audit.report import JSON_VERSION, AgentAudit
 from runner.audit.text import listing, summary
@@ -23,6 +23,7 @@ __all__ = [
     "find_repository",
     "listing",
     "load_for_audit",
+    "mask_url_passwords",
     "summary",
     "summary_of",
 ]

@@ -9,6 +9,7 @@ repository is, so ``runner audit --rev`` can hand in its own.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +33,33 @@ from runner.audit.report import (
     VariableRead,
     shown,
 )
+from runner.audit.templates import template_files
 from runner.errors import ConfigError
 
-__all__ = ["AuditContext", "audit_agent", "find_repository", "placeholder"]
+__all__ = ["AuditContext", "audit_agent", "find_repository", "mask_url_passwords", "placeholder"]
 
 ChildLoader = Callable[[AgentConfig, ToolSourceConfig], AgentConfig]
+
+#: A URL's scheme and authority (``user:password@host:port``), up to its path, a space or a quote.
+_AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^\s/?#'\"<>]*)")
+
+
+def _masked_authority(match: re.Match[str]) -> str:
+    authority = match["authority"]
+    userinfo, at, host = authority.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not at or not colon or not password:
+        return match.group(0)
+    return f"{match['scheme']}{user}:***@{host}"
+
+
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every URL's userinfo replaced by ``***``, whatever it came from.
+
+    ``https://user:${PROXYPASS}@host`` expands to a password that no secret-looking name announces;
+    its place in the URL says what it is.
+    """
+    return _AUTHORITY.sub(_masked_authority, text) if "://" in text else text
 
 
 def find_repository(path: Path) -> Path | None:
@@ -107,6 +130,7 @@ def _audit(config: AgentConfig, context: AuditContext, chain: tuple[tuple[str, s
                 result.commands.append(CommandUse(use, redact(hook.value), str(hook.base_dir)))
     if config.output is not None and config.output.python:
         result.python_modules.append(locate("output", config.output.python, config.output.base_dir))
+    result.template_files = template_files(config, repository=repository, read_text=context.read_text)
     result.variables = _variables(config, context)
     here = (*chain, _key(config))
     for source in config.tools:
@@ -121,7 +145,7 @@ def _redactor(secrets: frozenset[str]) -> Callable[[str], str]:
     def redact(text: str) -> str:
         for secret in ordered:
             text = text.replace(secret, "***")
-        return text
+        return mask_url_passwords(text)
 
     return redact
 
@@ -158,7 +182,7 @@ def _source(
     asks = (
         source.confirm if source.confirm is not None else (source.kind, source.target) == ("builtin", "shell")
     )
-    result.confirm.append(ConfirmUse(use, source.label, source.confirm, asks))
+    result.confirm.append(ConfirmUse(use, redact(source.label), source.confirm, asks))
     if source.kind == "python":
         result.python_modules.append(locate(use, source.target, source.base_dir))
     elif source.kind == "mcp" and source.mcp is not None:
@@ -229,7 +253,7 @@ def _variables(config: AgentConfig, context: AuditContext) -> list[VariableRead]
             name=use.name,
             set=use.name in context.env,
             defaulted=use.defaulted,
-            secret=is_secret_name(use.name, context.env.get(use.name)),
+            secret=use.password or is_secret_name(use.name, context.env.get(use.name)),
             files=[str(f) for f in use.files],
         )
         for use in scan_variables(config.path, context.read_text)
@@ -239,11 +263,12 @@ def _variables(config: AgentConfig, context: AuditContext) -> list[VariableRead]
 def _subagent(
     parent: AgentConfig, source: ToolSourceConfig, context: AuditContext, chain: tuple[tuple[str, str], ...]
 ) -> SubAgent:
-    use = f"tools[{source.index}]"
+    use, redact = f"tools[{source.index}]", _redactor(parent.secrets)
+    target = redact(source.target)
     try:
         child = context.load_child(parent, source)
     except ConfigError as exc:
-        return SubAgent(use, source.target, "error", error=exc.message)
+        return SubAgent(use, target, "error", error=redact(exc.message))
     if _key(child) in chain:
-        return SubAgent(use, source.target, "cycle", file=str(child.path))
-    return SubAgent(use, source.target, "listed", file=str(child.path), audit=_audit(child, context, chain))
+        return SubAgent(use, target, "cycle", file=str(child.path))
+    return SubAgent(use, target, "listed", file=str(child.path), audit=_audit(child, context, chain))

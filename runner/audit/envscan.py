@@ -18,6 +18,9 @@ import yaml
 __all__ = ["VariableUse", "scan_variables"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
+#: Before and after a reference that sits in a URL's password (``https://user:${PASS}@host``).
+_BEFORE_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:'\"<>]*:[^\s/?#'\"<>]*\Z")
+_AFTER_PASSWORD = re.compile(r"[^\s/?#'\"<>]*@")
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Longer chains are refused by the loader; the scan stops there too.
 _MAX_FILES = 64
@@ -30,6 +33,14 @@ class VariableUse:
     name: str
     defaulted: bool
     files: list[Path]
+    #: Some reference to it is the password of a URL: its value is a secret whatever its name.
+    password: bool = False
+
+
+def _in_password(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is inside the password of a URL's userinfo."""
+    before = text[max(0, start - 2000) : start]
+    return _BEFORE_PASSWORD.search(before) is not None and _AFTER_PASSWORD.match(text, end) is not None
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -72,6 +83,7 @@ def scan_variables(path: Path, read_text: Callable[[Path], str]) -> list[Variabl
                 name, default = match.group(1), match.group(2) is not None
                 use = found.setdefault(name, VariableUse(name, default, []))
                 use.defaulted = use.defaulted and default
+                use.password = use.password or _in_password(text, match.start(), match.end())
                 if file not in use.files:
                     use.files.append(file)
         todo += [(file.parent / target).resolve() for target in _extends(data) if "${" not in target]

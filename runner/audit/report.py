@@ -23,6 +23,7 @@ __all__ = [
     "ModuleUse",
     "ShellUse",
     "SubAgent",
+    "TemplateFile",
     "UrlUse",
     "VariableRead",
 ]
@@ -72,6 +73,26 @@ class UrlUse:
     kind: Literal["mcp", "openapi", "openapi-base-url", "model"]
     url: str
     headers: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TemplateFile:
+    """A file a template reads: a prompt's ``file:``, or a template an ``include`` / ``import`` /
+    ``extends`` names (its own includes too), with what makes it worth a look."""
+
+    use: str
+    #: ``file`` (a prompt's ``file:``) or ``include`` (any tag that loads a template).
+    via: Literal["file", "include"]
+    #: The path or template name as written (None: computed at render time).
+    written: str | None
+    #: The file it resolves to, symbolic links followed (None when not known before a render).
+    file: str | None
+    #: ``folder`` / ``repository`` / ``outside``, as for modules; ``unknown`` when ``file`` is None.
+    where: str
+    absolute: bool = False
+    #: A symbolic link is on the way from the folder to the file.
+    symlink: bool = False
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +176,7 @@ class AgentAudit:
     mcp_commands: list[McpCommand] = field(default_factory=list)
     urls: list[UrlUse] = field(default_factory=list)
     openapi_files: list[dict[str, str]] = field(default_factory=list)
+    template_files: list[TemplateFile] = field(default_factory=list)
     fetch: list[FetchUse] = field(default_factory=list)
     files: list[FilesUse] = field(default_factory=list)
     shell: list[ShellUse] = field(default_factory=list)

@@ -12,6 +12,7 @@ from runner.audit.report import (
     ModuleUse,
     ShellUse,
     SubAgent,
+    TemplateFile,
     VariableRead,
 )
 from runner.text import counted
@@ -32,6 +33,21 @@ def _module(row: ModuleUse, show: Callable[[str], str], *, repository: bool) -> 
     where = _WHERE[row.where] if repository or row.where != "outside" else "outside the agent's folder"
     file = f" -> {show(row.file)}" if row.file else ""
     return f"{row.use}  {row.target}{file}  ({where})"
+
+
+def _template_file(row: TemplateFile, show: Callable[[str], str], *, repository: bool) -> str:
+    written = row.written if row.written is not None else "(a name computed when it renders)"
+    head = f"{row.use}  {row.via} {written}"
+    if row.file is None:
+        return f"{head}  {row.problem}"
+    notes = [_WHERE[row.where] if repository or row.where != "outside" else "outside the agent's folder"]
+    if row.absolute:
+        notes.append("ABSOLUTE path")
+    if row.symlink:
+        notes.append("through a SYMBOLIC LINK")
+    if row.problem:
+        notes.append(row.problem.upper())
+    return f"{head} -> {show(row.file)}  ({'; '.join(notes)})"
 
 
 def _variable(row: VariableRead) -> str:
@@ -99,6 +115,7 @@ def _sections(audit: AgentAudit, show: Callable[[str], str]) -> list[tuple[str, 
         ("MCP stdio commands", [_mcp(m, show) for m in audit.mcp_commands]),
         ("URLs", [f"{u.use}  {u.kind}  {u.url}{_names('headers', u.headers)}" for u in audit.urls]),
         ("OpenAPI files", [f"{o['use']}  {show(o['file'])}" for o in audit.openapi_files]),
+        ("template files", [_template_file(t, show, repository=in_repo) for t in audit.template_files]),
         ("fetch", [f"{f.use}  {f.reach}{_names('headers', f.headers)}" for f in audit.fetch]),
         ("files", [f"{f.use}  {show(f.root)}  {f.mode}" for f in audit.files]),
         ("shell", [_shell(s, show) for s in audit.shell]),
@@ -141,6 +158,10 @@ def summary(audit: AgentAudit, *, name: str | None = None) -> str:
     ):
         if count:
             parts.append(counted(count, noun))
+    templates = [t for a in tree for t in a.template_files]
+    if templates:
+        flagged = sum(t.where != "folder" or t.absolute or t.symlink for t in templates)
+        parts.append(counted(len(templates), "template file") + (f" ({flagged} flagged)" if flagged else ""))
     if any(a.fetch for a in tree):
         parts.append("fetch")
     roots = [f for a in tree for f in a.files]

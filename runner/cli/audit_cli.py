@@ -33,12 +33,14 @@ def audit(
     """
     from runner.agentfile import find_agent
     from runner.audit import audit_agent, audit_context, listing, load_for_audit
-    from runner.cli.guard import note_secrets
+    from runner.cli.guard import note_secrets, secrets
 
     env = dict(os.environ)
     config = load_for_audit(find_agent(at_rev(agent, rev)), agent=agent_name, env=env)
     note_secrets(config)  # a secret that reached an argument or a URL is never printed
     report = audit_agent(config, audit_context(env))
+    # a variable the file uses as a URL's password is a secret whatever its name
+    secrets.add(env[v.name] for a in report.walk() for v in a.variables if v.secret and v.name in env)
     if json_output:
         typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
         return

@@ -7,6 +7,7 @@ starting a local Ray holds it for seconds), it still shows what the batch is doi
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -151,6 +152,17 @@ class BatchProgress:
             self._live.stop()
 
 
+#: The budget sentence of ``BatchBudget.spent``: the total it gives is the one when the budget ran out.
+_SPENT = re.compile(r"the batch (?:used \d+ tokens|cost \$[0-9.]+) (\(--max-[a-z-]+ [^)]*\))")
+
+
+def _spent(stopped: str) -> str:
+    """Why the batch stopped, without a second total: the items running then went on to their end,
+    so the summary's total (above) is larger than the one at the moment the budget ran out."""
+    found = _SPENT.fullmatch(stopped)
+    return f"its budget was spent {found.group(1)}" if found else stopped
+
+
 def summary_line(
     stats: BatchStats, *, total: int, elapsed_s: float, out: str, interrupted: bool = False
 ) -> str:
@@ -165,7 +177,9 @@ def summary_line(
     )
     left = total - stats.finished - stats.skipped
     if stats.stopped is not None:
-        text += f"\nbatch stopped: {stats.stopped}; {left} items not started. Run the same command again"
+        text += (
+            f"\nbatch stopped: {_spent(stats.stopped)}; {left} items not started. Run the same command again"
+        )
         text += " (with a higher budget) to continue."
     elif interrupted:
         text += f"\nbatch interrupted: {left} items not done. Run the same command again to continue."

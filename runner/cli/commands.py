@@ -144,6 +144,14 @@ def run_agent(
                     hint=f"runner resume {resume.session_id}",
                 )
             return resume_workflow(resume, settings, json_output=json_output, yes=yes, watch=watch)
+        if not prompts and not interactive and not _waits_for_model(resume):
+            typer.echo(
+                f"session {resume.session_id} is complete: its last turn ended ({resume.status()}), "
+                "and nothing waits for the model",
+                err=True,
+            )
+            typer.echo(f"to go on: runner resume {resume.session_id} -p TEXT, or -i to chat", err=True)
+            return 0
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
@@ -191,6 +199,15 @@ def run_agent(
         watch=watch,
     )
     return execute(request)
+
+
+def _waits_for_model(resume: Any) -> bool:
+    """Whether a saved session stopped mid-turn: its history, restored, ends waiting for the model."""
+    from runner.session.conversation import Conversation
+
+    conversation = Conversation()
+    conversation.restore(resume.history(), turns=resume.turns())
+    return conversation.needs_continuation()
 
 
 def _check_same_agent(resume: Any, config: Any) -> None:
@@ -268,9 +285,13 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
         typer.echo(json.dumps(registry.definitions(), indent=2, ensure_ascii=False))
     else:
         rows = [(t.name, f"{t.source_kind}:{t.source_id}", _summary(t.description)) for t in registry.tools()]
+        if not rows:
+            opened = "its sources gave none" if config.tools else "its file has no `tools:`"
+            typer.echo(f"{config.name} has no tools: {opened}", err=True)
         width = max([len(r[0]) for r in rows] + [4])
         swidth = max([len(r[1]) for r in rows] + [6])
-        typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
+        if rows:
+            typer.echo(f"{'name':<{width}}  {'source':<{swidth}}  description")
         for name, source, description in rows:
             typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description}")
         for rename in registry.renames:

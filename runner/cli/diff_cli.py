@@ -30,23 +30,38 @@ def diff(
         typer.Option("--exit-code", help="Exit 1 when the configurations differ, 0 when they are the same."),
     ] = False,
     agent_name: Annotated[
-        str | None, typer.Option("--agent", metavar="NAME", help="Which agent of a team file.")
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="NAME",
+            help="Only this agent of a team file (default: every agent and the workflow).",
+        ),
     ] = None,
+    import_code: Annotated[
+        bool,
+        typer.Option(
+            "--import-code",
+            help="Import the Python tools and output models of both revisions for exact schemas. "
+            "This runs their code: use it only on revisions you trust.",
+        ),
+    ] = False,
 ) -> None:
-    """Semantic diff of an agent at two revisions: prompts, tools and their schemas, model, limits,
-    hooks, permissions, output schema.
+    """Semantic diff of an agent file at two revisions (a team file: every agent and the workflow).
+
+    Prompts, tools and their schemas, model, limits, hooks, permissions, output schema.
+    Runs no code of the agent: Python tools are read from their source (--import-code imports them).
 
     Example: runner diff agent.yaml (HEAD vs the work tree); runner diff main HEAD agent.yaml --json
     """
-    from runner.agentdiff import diff_agent, format_diff
+    from runner.agentdiff import diff_agent, format_file_diff
 
     if len(args) > 3:
         raise ConfigError("runner diff takes at most two revisions and an agent: [REV1] [REV2] AGENT")
     *revs, ref = args
     old_rev, new_rev = [*revs, None, None][:2] if revs else ("HEAD", None)
-    result = diff_agent(ref, old_rev, new_rev, agent=agent_name)
+    result = diff_agent(ref, old_rev, new_rev, agent=agent_name, run_code=import_code)
     if json_output:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
-        typer.echo(format_diff(result), nl=False)
+        typer.echo(format_file_diff(result), nl=False)
     raise typer.Exit(1 if exit_code and not result.same else 0)

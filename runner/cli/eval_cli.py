@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from runner.cli.main import TEXT_ARG, VarOption, app, display_path, handles_errors, parse_vars
+from runner.text import counted
 
 if TYPE_CHECKING:
     from runner.evals import Comparison, EvalReport
+    from runner.evals.run import RunOutcome
     from runner.runtime.settings import RuntimeSettings
 
 __all__ = ["EvalCommand", "eval_command", "exit_code", "run_eval_command"]
@@ -136,6 +138,13 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
     judge = Judge(spec, settings) if spec is not None else None
 
     async def run(agent: Any, agent_cases: Any, revision: str | None) -> EvalReport:
+        runs = sum(case.repeat for case in agent_cases)
+        where = f" at {revision}" if revision else ""
+        typer.echo(
+            f"eval {agent.name}{where}: {counted(runs, 'run')} of {counted(len(agent_cases), 'case')}, "
+            f"{command.concurrency} at a time",
+            err=True,
+        )
         return await run_eval(
             agent,
             agent_cases,
@@ -145,6 +154,7 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
             variables=variables,
             assume_yes=command.yes,
             revision=revision,
+            on_outcome=_progress,
         )
 
     try:
@@ -167,6 +177,14 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
     finally:
         if judge is not None:
             await judge.aclose()
+
+
+def _progress(outcome: RunOutcome, done: int, total: int) -> None:
+    """One line on stderr as each run is graded: the eval is not silent until its table."""
+    typer.echo(
+        f"  {done}/{total} {outcome.case}#{outcome.index} {outcome.status} ({outcome.seconds:.1f} s)",
+        err=True,
+    )
 
 
 def exit_code(now: EvalReport, comparison: Comparison | None, min_pass_rate: float | None) -> int:

@@ -25,19 +25,13 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.store.transcript import Redactor
+from runner.redact import Redactor, environment_secrets
 from runner.text import valid_text
 
 if TYPE_CHECKING:
     from runner.agentfile.config import AgentConfig
 
 __all__ = ["GuardedStream", "Secrets", "install", "note_secrets", "secrets"]
-
-
-def _credential_like(value: str) -> bool:
-    if len(value) < 8 or value.startswith(("/", "~", ".")):
-        return False
-    return not (value.isalpha() and value.islower())
 
 
 class Secrets:
@@ -54,9 +48,7 @@ class Secrets:
             self.redactor = Redactor(self._values)
 
     def from_environment(self, environ: dict[str, str] | os._Environ[str]) -> None:
-        from runner.agentfile.interpolate import is_secret_name
-
-        self.add(v for k, v in environ.items() if is_secret_name(k, v) and _credential_like(v))
+        self.add(environment_secrets(environ))
 
     def held_back(self, text: str) -> int:
         """How many characters at the end of ``text`` could begin a secret (0: none)."""

@@ -15,7 +15,13 @@ from typer import core as _typer_core
 #: The click typer runs on (typer 0.28 vendors its own; older ones use click itself).
 _click: Any = getattr(_typer_core, "_click", None) or __import__("click")
 
-__all__ = ["PlainText", "debug_anywhere", "plain_argument_help"]
+__all__ = ["COMMAND_ORDER", "CommandsInOrder", "PlainText", "debug_anywhere", "plain_argument_help"]
+
+#: The order ``runner --help`` lists the commands in: the order a new agent meets them.
+COMMAND_ORDER = (
+    *("init", "validate", "render", "tools", "run", "test", "resume", "sessions"),
+    *("eval", "batch", "serve", "audit", "diff", "schema"),
+)
 
 #: Options whose next word is their value (``-p --debug`` is a prompt, not the flag).
 _TAKES_VALUE = frozenset(
@@ -39,6 +45,26 @@ def plain_argument_help() -> None:
 
     make_metavar._runner_plain = True  # type: ignore[attr-defined]
     core.TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
+
+
+class CommandsInOrder(_typer_core.TyperGroup):
+    """The ``runner`` group: commands listed in ``COMMAND_ORDER``, each described in one paragraph.
+
+    typer lists commands in the order they were registered (the command modules register
+    themselves on import), and its rich help keeps the line breaks of a docstring's first
+    paragraph, so a two-line summary was broken mid-line in the commands table.
+    """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        rank = {name: position for position, name in enumerate(COMMAND_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.short_help is None and command.help:
+            first = command.help.strip().split("\n\n", 1)[0]
+            command.short_help = " ".join(first.split())
+        return command
 
 
 class PlainText(_click.types.ParamType):  # type: ignore[misc]

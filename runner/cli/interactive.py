@@ -72,6 +72,10 @@ class Repl:
         """Until /exit, end of input, or a hook that ends the session."""
         from runner.cli.run import run_inputs
 
+        self.write(
+            f"chatting with {self.session.config.name} ({self.session.model.name}): "
+            "/help lists the commands, /exit or Ctrl+D leaves"
+        )
         while True:
             prompt = f"{self.session.config.name}> "
             if isinstance(self.output, ConsoleOutput):

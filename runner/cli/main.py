@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from runner import __version__
-from runner.cli.helpfmt import PlainText, debug_anywhere, plain_argument_help
+from runner.cli.helpfmt import CommandsInOrder, PlainText, debug_anywhere, plain_argument_help
 from runner.errors import ConfigError, ConfigErrors, RunnerError
 
 __all__ = [
@@ -49,6 +49,7 @@ TEXT_ARG = PlainText()
 
 app = typer.Typer(
     name="runner",
+    cls=CommandsInOrder,
     help="A declarative agent runner: an agent is a YAML file; one generic loop runs it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -214,10 +215,11 @@ def schema(
 
     Example: runner schema > agent.schema.json; runner schema transcript
     """
-    from runner.resources import schema_path, schema_text
+    from runner.resources import data_dir, schema_path, schema_text
 
-    if not schema_path(name).is_file():
-        raise ConfigError(f"no schema named '{name}'", hint="try: agent")
+    if "/" in name or not schema_path(name).is_file():
+        names = sorted(p.name.removesuffix(".schema.json") for p in data_dir("schemas").glob("*.schema.json"))
+        raise ConfigError(f"no schema named '{name}'", hint="the schemas are: " + ", ".join(names))
     sys.stdout.write(schema_text(name))
 
 
@@ -260,12 +262,14 @@ def init(
 
     Example: runner init my-agent
     """
+    import shlex
+
     from runner.cli.scaffold import scaffold
 
     created = scaffold(directory, name=name)
     for path in created:
-        typer.echo(f"created {display_path(str(path))}")
-    agent_file = display_path(str(created[0]))
+        typer.echo(f"created {shlex.quote(display_path(str(path)))}")
+    agent_file = shlex.quote(display_path(str(created[0])))  # a command line to copy: quoted
     typer.echo(f"next: runner validate {agent_file} && runner render {agent_file}")
     typer.echo(f"then, with a model key: runner test {agent_file} --update   (records the test's cassette;")
     typer.echo(f"      afterwards `runner test {agent_file}` replays it offline, e.g. in CI)")
@@ -418,8 +422,15 @@ def sessions(
         str | None, typer.Argument(click_type=TEXT_ARG, metavar="ID", help="The session to show.")
     ] = None,
     show_all: Annotated[
-        bool, typer.Option("--all", help="show: every transcript event, bookkeeping included.")
+        bool,
+        typer.Option(
+            "--all", help="list: every session (no limit); show: every transcript event, bookkeeping too."
+        ),
     ] = False,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", metavar="N", min=1, help="list: the N newest sessions (default 20)."),
+    ] = 20,
     agent: Annotated[
         str | None, typer.Option("--agent", metavar="NAME", help="list: only the sessions of this agent.")
     ] = None,
@@ -430,7 +441,7 @@ def sessions(
         ),
     ] = None,
 ) -> None:
-    """List saved sessions (newest first, with how each ended), or show one.
+    """List saved sessions (the newest first, with how each ended), or show one.
 
     Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl. show prints
     which configuration each turn ran under, and what a reload changed.
@@ -439,7 +450,9 @@ def sessions(
     """
     from runner.cli.sessions_cmd import run_sessions
 
-    run_sessions(action, session_id, show_all=show_all, agent=agent, rev=rev)
+    run_sessions(
+        action, session_id, show_all=show_all, agent=agent, rev=rev, limit=None if show_all else limit
+    )
 
 
 @app.command("test")
@@ -479,7 +492,6 @@ def main() -> None:
     import atexit
 
     from runner.cli import guard
-    from runner.tools.threads import MODEL_THREADS, TOOL_THREADS
 
     guard.install()
     if debug_anywhere(sys.argv):
@@ -490,7 +502,9 @@ def main() -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     guard.drain()
-    if TOOL_THREADS.running or MODEL_THREADS.running:
+    # only a command that ran tools or models imported the worker threads (``--help`` does not)
+    threads = sys.modules.get("runner.tools.threads")
+    if threads is not None and (threads.TOOL_THREADS.running or threads.MODEL_THREADS.running):
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from typing import Any, TextIO
 
 from runner.cli.guard import secrets
@@ -25,7 +26,10 @@ from runner.session.events import (
 )
 from runner.text import one_line
 
-__all__ = ["ConsoleOutput", "JsonOutput", "usage_line"]
+__all__ = ["TOOL_QUIET_S", "ConsoleOutput", "JsonOutput", "usage_line"]
+
+#: A tool call shows its live ``running NAME 2.1 s`` line once it has run this long (a fast one: none).
+TOOL_QUIET_S = 1.0
 
 
 def _short(text: str) -> str:
@@ -62,7 +66,10 @@ class ConsoleOutput:
         self._open_line = False
         self._in_reasoning = False
         self.usage = Usage()
+        self._used = False  # whether any model call reported its usage
         self._spinner: Any = None  # on a terminal: what the run is waiting for, with the time spent
+        self._model_since: float | None = None  # when the step began waiting for the model
+        self._running: dict[str, tuple[str, float]] = {}  # call id -> tool name, start, while it runs
         self._started: set[str] = set()  # calls whose ToolStarted was shown
         #: The chat's prompt while it waits for a line: a note printed meanwhile redraws it.
         self.reading: str | None = None
@@ -75,11 +82,21 @@ class ConsoleOutput:
             self._console = Console(file=self.err, highlight=False, soft_wrap=True)
         return self._console
 
-    def _wait(self, label: str) -> None:
-        """On a terminal, a spinner with the elapsed time until the next output (off one: nothing)."""
-        self._stop_waiting()
-        if self.color and self.err.isatty():
-            self._spinner = _Waiting(self._rich(), label)
+    def _wait(self) -> None:
+        """On a terminal, a spinner with the elapsed time until the next output (off one: nothing).
+
+        What it shows: the oldest tool call still running, once it ran ``TOOL_QUIET_S`` (a tool
+        runs on after the reply that called it streamed to its end); else the model's answer.
+        """
+        if self._spinner is not None or not (self.color and self.err.isatty()):
+            return
+        if self._running:
+            name, since = min(self._running.values(), key=lambda running: running[1])
+            more = len(self._running) - 1
+            label = f"running {name}" + (f" (and {more} more)" if more else "")
+            self._spinner = _Waiting(self._rich(), label, since=since, quiet_s=TOOL_QUIET_S)
+        elif self._model_since is not None:
+            self._spinner = _Waiting(self._rich(), "waiting for the model", since=self._model_since)
 
     def _stop_waiting(self) -> None:
         if self._spinner is not None:
@@ -88,6 +105,9 @@ class ConsoleOutput:
 
     def _line(self, text: str, style: str = "") -> None:
         self._stop_waiting()
+        if self._in_reasoning:  # the model's thinking ends its own line (stderr off a terminal too)
+            self._in_reasoning = False
+            self.err.write("\n")
         if self._open_line:
             self.out.write("\n")
             self.out.flush()
@@ -119,6 +139,13 @@ class ConsoleOutput:
             return  # a structured answer is printed once it matched its schema (OutputReady)
         if not isinstance(event, UsageUpdate):
             self._stop_waiting()
+        if not isinstance(event, StepStarted | ToolFinished | Note | UsageUpdate):
+            self._model_since = None  # the model answered (text, reasoning, a call, the message)
+        self._show(event)
+        if isinstance(event, StepStarted | ToolStarted | ToolFinished | AssistantMessage | Note):
+            self._wait()  # quiet until the next event: show what the run waits for
+
+    def _show(self, event: LoopEvent) -> None:
         if isinstance(event, OutputReady):
             self._print_output(event.value)
         elif isinstance(event, TextChunk):
@@ -135,7 +162,7 @@ class ConsoleOutput:
                 self.err.flush()
         elif isinstance(event, StepStarted):
             self._line(f"· turn {event.turn} step {event.step}", "dim")
-            self._wait("waiting for the model")
+            self._model_since = time.monotonic()
         elif isinstance(event, AssistantMessage):
             for call in event.message.get("tool_calls") or ():
                 self._sent[call["id"]] = str(call["function"].get("arguments") or "")
@@ -143,13 +170,14 @@ class ConsoleOutput:
             self._started.add(event.call_id)
             args = json.dumps(event.arguments, ensure_ascii=False)
             self._line(f"→ {event.name} {_short(args)}", "cyan")
-            self._wait(f"running {event.name}")
+            self._running[event.call_id] = (event.name, time.monotonic())
         elif isinstance(event, ToolFinished):
             r = event.result
             if r.call_id not in self._started:  # refused before it ran: show what the model sent
                 sent = json.dumps(r.arguments, ensure_ascii=False) if r.arguments is not None else None
                 self._line(f"→ {r.name} {_short(sent or self._sent.get(r.call_id, ''))}", "cyan")
             self._started.discard(r.call_id)
+            self._running.pop(r.call_id, None)
             mark = "✗" if r.is_error else "←"
             self._line(
                 f"{mark} {r.name} ({r.duration_s * 1000:.0f} ms) {_short(r.content)}",
@@ -162,10 +190,13 @@ class ConsoleOutput:
             )
         elif isinstance(event, UsageUpdate):
             self.usage = event.session
-        elif isinstance(event, TurnEnded) and self._open_line:
-            self.out.write("\n")
-            self.out.flush()
-            self._open_line = False
+            self._used = True
+        elif isinstance(event, TurnEnded):
+            self._running.clear()
+            if self._open_line:
+                self.out.write("\n")
+                self.out.flush()
+                self._open_line = False
 
     def _print_output(self, value: Any) -> None:
         """The structured answer as JSON on stdout: indented on a terminal, one line otherwise."""
@@ -183,27 +214,34 @@ class ConsoleOutput:
         self.out.flush()
 
     def finish(self) -> None:
-        """Print the session's usage on stderr."""
+        """Print the session's usage on stderr (nothing when no model call reported any)."""
         self._stop_waiting()
-        self._line(usage_line(self.usage), "dim")
+        if self._used:
+            self._line(usage_line(self.usage), "dim")
 
 
 class _Waiting:
-    """A rich spinner on stderr: ``label 3.2 s``, refreshed until ``stop``."""
+    """A rich spinner on stderr: ``label 3.2 s`` (the time since ``since``), refreshed until ``stop``.
 
-    def __init__(self, console: Any, label: str) -> None:
-        import time
+    Nothing shows until ``quiet_s`` have passed since ``since``.
+    """
 
+    def __init__(self, console: Any, label: str, *, since: float, quiet_s: float = 0.0) -> None:
+        from rich.console import Group
         from rich.live import Live
         from rich.spinner import Spinner
 
-        self._label, self._clock, self._started = label, time.monotonic, time.monotonic()
+        self._label, self._since, self._quiet_s = label, since, quiet_s
         self._spinner = Spinner("dots", text=label, style="dim")
+        self._nothing = Group()
         self._live = Live(self, console=console, refresh_per_second=8, transient=True)
         self._live.start()
 
     def __rich__(self) -> Any:
-        self._spinner.update(text=f"{self._label} {self._clock() - self._started:.1f} s")
+        elapsed = time.monotonic() - self._since
+        if elapsed < self._quiet_s:
+            return self._nothing
+        self._spinner.update(text=f"{self._label} {elapsed:.1f} s")
         return self._spinner
 
     def stop(self) -> None:

@@ -70,15 +70,25 @@ def workflow_tree(agent_file: AgentFile) -> dict[str, Any]:
     return tree
 
 
+def _one_line(expression: Any) -> str:
+    """An expression written over several lines, on one (its line breaks are only spacing)."""
+    return " ".join(str(expression).split())
+
+
+def _indented(text: Any, indent: str) -> str:
+    """A template's text with its later lines under its first, at ``indent`` (the tree stays whole)."""
+    return str(text).rstrip("\n").replace("\n", "\n" + indent)
+
+
 def _head(entry: dict[str, Any]) -> str:
     kind = entry["kind"]
     if kind == "agent":
         text = f"{entry['id']}: agent {entry['agent']}"
     elif kind == "for_each":
-        text = f"{entry['id']}: for_each {entry['for_each']} as {entry['as_name']}"
+        text = f"{entry['id']}: for_each {_one_line(entry['for_each'])} as {entry['as_name']}"
         text += f" (max_parallel {entry['max_parallel']})"
     elif kind == "loop":
-        until = f" until {entry['until']}" if entry.get("until") else ""
+        until = f" until {_one_line(entry['until'])}" if entry.get("until") else ""
         text = f"{entry['id']}: loop{until} (max_iterations {entry['max_iterations']})"
     else:
         text = f"{entry['id']}: parallel"
@@ -102,8 +112,8 @@ def _lines(entries: list[dict[str, Any]], indent: str) -> list[str]:
         for key, value in details:
             if value is None:
                 continue
-            text = str(value).rstrip("\n").replace("\n", "\n" + inner + " " * (len(key) + 4))
-            out.append(f"{inner}  {key}: {text}")
+            shown = _one_line(value) if key == "when" else _indented(value, inner + " " * (len(key) + 4))
+            out.append(f"{inner}  {key}: {shown}")
         children = entry.get("steps") or ([entry["step"]] if "step" in entry else [])
         out += _lines(children, inner)
     return out
@@ -117,4 +127,5 @@ def render_workflow(agent_file: AgentFile, *, json_output: bool) -> None:
         return
     typer.echo(f"# workflow: {tree['workflow']} ({tree['file']})")
     typer.echo("\n".join(_lines(tree["steps"], "")))
-    typer.echo(f"output: {tree['output'] if tree['output'] is not None else 'the last step’s output'}")
+    output = tree["output"]
+    typer.echo(f"output: {_indented(output, ' ' * 8) if output is not None else 'the last step’s output'}")

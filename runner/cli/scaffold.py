@@ -77,7 +77,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from {module} import add, word_count  # noqa: E402
+from {module} import add, word_count
 
 
 def test_add_adds() -> None:

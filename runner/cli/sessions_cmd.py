@@ -1,6 +1,7 @@
 """``runner sessions list`` / ``runner sessions show ID``: saved transcripts.
 
-``list`` filters by agent name (``--agent``) and by the revision the agent file was at
+``list`` shows the 20 newest (``--limit N``, ``--all``) and says how many more there are; it filters
+by agent name (``--agent``) and by the revision the agent file was at
 (``--rev``: resolved to a commit in each transcript's repository, and matched against the commit
 its header recorded). ``show`` prints the header, the messages, the events that matter, and for
 each turn the configuration it ran under: the hash of every file the agent is made of, and, when a
@@ -22,7 +23,10 @@ from runner.cli.commands import runtime_settings
 from runner.cli.main import display_path
 from runner.errors import ConfigError
 
-__all__ = ["run_sessions"]
+__all__ = ["LIST_LIMIT", "run_sessions"]
+
+#: How many sessions ``runner sessions list`` shows without ``--limit`` or ``--all`` (the newest).
+LIST_LIMIT = 20
 
 #: Transcript events ``sessions show`` prints without ``--all`` (the others are bookkeeping).
 SHOWN_EVENTS = frozenset(
@@ -74,19 +78,40 @@ def _rev_commit(header: dict[str, Any], rev: str) -> str | None:
     return _commit_in(str(Path(path).parent) if path else ".", rev)
 
 
-def _list(agent: str | None, rev: str | None) -> None:
+def _summary(t: Any) -> str:
+    """One line of ``sessions list``: id, status, agent, its size, the input it began with."""
+    if "workflow" in t.header:  # its steps, and the input it began with
+        ends = [e for e in t.events() if e.get("event") == "step_end"]
+        count, unit = sum(1 for e in ends if (e.get("data") or {}).get("kind") == "agent"), "steps"
+        first = t.header.get("input") or ""
+    else:
+        messages = t.messages()
+        count, unit = len(messages), "msgs"
+        first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    return (
+        f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {count:>4} {unit:<5} "
+        f"{' '.join(str(first).split())[:60]}"
+    )
+
+
+def _list(agent: str | None, rev: str | None, limit: int | None) -> None:
     from runner.store.transcript import list_transcripts, read_transcript
 
     settings = runtime_settings(None)
     paths = list_transcripts(settings.home)
     if not paths:
         typer.echo(f"no sessions under {display_path(str(settings.home))}", err=True)
-    shown, resolved = 0, False
-    for path in reversed(paths):
+    shown, more, resolved = 0, 0, False
+    filtered = agent is not None or rev is not None
+    for index, path in enumerate(reversed(paths)):
+        if limit is not None and shown >= limit and not filtered:
+            more = len(paths) - index  # every other file is one more session: no need to read them
+            break
         try:
             t = read_transcript(path)
         except Exception as exc:  # a broken file should not hide the others
-            if agent is None and rev is None:
+            if not filtered:
+                shown += 1
                 typer.echo(f"{path.stem}  (unreadable: {exc})")
             continue
         if agent is not None and t.header.get("agent") != agent:
@@ -96,18 +121,15 @@ def _list(agent: str | None, rev: str | None) -> None:
             resolved = resolved or commit is not None
             if commit is None or commit not in _recorded_commits(t.header):
                 continue
+        if limit is not None and shown >= limit:
+            more += 1
+            continue
         shown += 1
-        if "workflow" in t.header:  # its steps, and the input it began with
-            ends = [e for e in t.events() if e.get("event") == "step_end"]
-            count, unit = sum(1 for e in ends if (e.get("data") or {}).get("kind") == "agent"), "steps"
-            first = t.header.get("input") or ""
-        else:
-            messages = t.messages()
-            count, unit = len(messages), "msgs"
-            first = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        typer.echo(_summary(t))
+    if more:
         typer.echo(
-            f"{t.session_id}  {t.status():<11} {t.header.get('agent', '?'):<16} {count:>4} {unit:<5} "
-            f"{' '.join(str(first).split())[:60]}"
+            f"... and {more} older session{'s' if more != 1 else ''} (--limit N shows N, --all every one)",
+            err=True,
         )
     if rev is not None and paths and not resolved:
         raise ConfigError(
@@ -185,11 +207,15 @@ def run_sessions(
     show_all: bool = False,
     agent: str | None = None,
     rev: str | None = None,
+    limit: int | None = LIST_LIMIT,
 ) -> None:
-    """``runner sessions list`` (newest first, with a status) / ``runner sessions show ID``."""
+    """``runner sessions list`` (the ``limit`` newest, with a status) / ``runner sessions show ID``."""
     if action == "list":
-        _list(agent, rev)
+        _list(agent, rev, limit)
         return
     if action != "show" or not session_id:
-        raise ConfigError("usage: runner sessions list [--agent NAME] [--rev REV] | runner sessions show ID")
+        raise ConfigError(
+            "usage: runner sessions list [--agent NAME] [--rev REV] [--limit N | --all]"
+            " | runner sessions show ID [--all]"
+        )
     _show(session_id, show_all=show_all)

@@ -159,6 +159,15 @@ def _agents(refs: list[str]) -> tuple[list[AgentConfig], list[tuple[Path, Workfl
     return specs, workflows
 
 
+def _cassette_as_shown(outcome: CaseOutcome, cassette: Path | None) -> CaseOutcome:
+    """The failures naming the cassette as the user knows it: relative to here, or ``path@REV``
+    for a file of ``--rev`` (not its place in the revision cache)."""
+    if cassette is not None:
+        shown = display_path(str(cassette))
+        outcome.failures = [failure.replace(str(cassette), shown) for failure in outcome.failures]
+    return outcome
+
+
 def _show(outcome: CaseOutcome) -> bool:
     label = f"{outcome.agent}/{outcome.case}"
     if outcome.passed:
@@ -181,11 +190,12 @@ def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> in
         if not config.tests and not any(path == config.path for path, _ in workflows):
             typer.echo(f"{config.name}: no tests ({display_path(str(config.path))})", err=True)
         for case in config.tests:
-            results.append(_show(run_to_end(run_case(config, case, settings, update=update))))
+            outcome = run_to_end(run_case(config, case, settings, update=update))
+            results.append(_show(_cassette_as_shown(outcome, case.cassette)))
     for path, workflow in workflows:  # a team file's tests: run its workflow
         for case in workflow.tests:
             outcome = run_to_end(run_workflow_case(path, workflow, case, settings, update=update))
-            results.append(_show(outcome))
+            results.append(_show(_cassette_as_shown(outcome, case.cassette)))
     passed, failed = results.count(True), results.count(False)
     typer.echo(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,11 +84,8 @@ def _not_an_agent(path: Path, env: Mapping[str, str]) -> ConfigError | None:
     )
 
 
-def _source_errors(survey: Survey) -> list[ConfigError]:
-    """Checks of built-in tool sources that need no connection (their ``with:`` options)."""
-    from runner.agentfile.build import build_source
-
-    errors: list[ConfigError] = []
+def _tool_entries(survey: Survey) -> Iterator[tuple[tuple[str | int, ...], int, dict[str, Any]]]:
+    """Each ``tools:`` entry of each agent of the file that passed the schema: path, index, entry."""
     for name in survey.names:
         prefix = survey.prefix(name)
         tools = survey.document.data
@@ -98,29 +95,74 @@ def _source_errors(survey: Survey) -> list[ConfigError]:
             continue
         for i, entry in enumerate(tools):
             path = (*prefix, "tools", i)
-            if isinstance(entry, dict) and "builtin" in entry and survey.sound(path):
-                from runner.tools.builtin import check_source  # only agents with built-in toolsets pay
+            if isinstance(entry, dict) and survey.sound(path):
+                yield path, i, entry
 
-                errors += check_source(build_source(survey.document, path, entry, i), survey.path)
+
+def _source_errors(survey: Survey) -> list[ConfigError]:
+    """Checks of built-in tool sources that need no connection (their ``with:`` options)."""
+    from runner.agentfile.build import build_source
+
+    errors: list[ConfigError] = []
+    for path, i, entry in _tool_entries(survey):
+        if "builtin" in entry:
+            from runner.tools.builtin import check_source  # only agents with built-in toolsets pay
+
+            errors += check_source(build_source(survey.document, path, entry, i), survey.path)
     return errors
+
+
+def _command_warnings(survey: Survey, env: Mapping[str, str]) -> list[ConfigError]:
+    """An MCP server's ``command:`` that is not on PATH (nor beside this Python): it will not start.
+
+    A warning, not an error: the file may be meant for another machine. A command given as a path
+    is left to ``runner tools --check``.
+    """
+    import shutil
+    import sys
+
+    from runner.agentfile.yamlsrc import error_at
+
+    warnings = []
+    for path, _, entry in _tool_entries(survey):
+        server = entry.get("mcp")
+        if not isinstance(server, dict):
+            continue  # a URL
+        command = server.get("command")
+        if not isinstance(command, str) or os.sep in command:
+            continue
+        search = (server.get("env") or {}).get("PATH") or env.get("PATH")
+        if shutil.which(command, path=search) or shutil.which(command, path=str(Path(sys.executable).parent)):
+            continue
+        where = (*path, "mcp", "command")
+        warnings.append(
+            error_at(
+                f"'{command}' is not found on PATH: this MCP server will not start here",
+                survey.document.sources.value(where),
+                where,
+                hint="install it, or give its full path; runner tools --check tries to start it",
+            )
+        )
+    return warnings
 
 
 def _check(
     path: Path, *, explicit: bool, env: Mapping[str, str], variables: Mapping[str, Any]
-) -> tuple[AgentFile | None, list[ConfigError]]:
-    """Every error of one file, and the file when it is valid."""
+) -> tuple[AgentFile | None, list[ConfigError], list[ConfigError]]:
+    """Every error of one file, and the file when it is valid; its warnings."""
     if explicit:
         refused = _not_an_agent(path, env)
         if refused is not None:
-            return None, [refused]
+            return None, [refused], []
     try:
         survey = survey_file(path, env=env)
     except ConfigError as exc:
-        return None, sort_errors(errors_of(exc))
+        return None, sort_errors(errors_of(exc)), []
     errors = sort_errors([*every_error(survey, extra_vars=variables.keys()), *_source_errors(survey)])
+    warnings = _command_warnings(survey, env)
     if errors:
-        return None, errors
-    return AgentFile(survey.path, survey.document, survey.names, survey.is_team), []
+        return None, errors, warnings
+    return AgentFile(survey.path, survey.document, survey.names, survey.is_team), [], warnings
 
 
 def _entry(
@@ -132,8 +174,10 @@ def _entry(
     assert target.path is not None
     if target.skipped is not None:
         return {"file": target.shown, "valid": True, "errors": [], "agents": [], "skipped": target.skipped}
-    agent_file, errors = _check(target.path, explicit=target.explicit, env=env, variables=variables)
+    agent_file, errors, warnings = _check(target.path, explicit=target.explicit, env=env, variables=variables)
     entry: dict[str, Any] = {"file": target.shown, "valid": not errors, "errors": errors}
+    if warnings:
+        entry["warnings"] = warnings
     if agent_file is not None:
         entry["agents"] = list(agent_file.names)
         if explain:
@@ -150,6 +194,13 @@ def _entry(
 def _print(entry: dict[str, Any]) -> None:
     for error in entry["errors"]:
         echo_error(error)
+    for warning in entry.get("warnings", ()):
+        text = (
+            str(warning).replace(warning.file, display_path(warning.file), 1)
+            if warning.file
+            else str(warning)
+        )
+        typer.echo(f"warning: {text}", err=True)
     if entry["errors"] or "skipped" in entry:
         return
     typer.echo(f"{entry['file']}: ok ({', '.join(entry['agents'])})")
@@ -160,13 +211,18 @@ def _print(entry: dict[str, Any]) -> None:
 
 
 def _as_json(entry: dict[str, Any]) -> dict[str, Any]:
-    errors = []
-    for error in entry["errors"]:
-        data = error.as_dict()
-        if data["file"]:
-            data["file"] = display_path(str(data["file"]))
-        errors.append(data)
-    return {**entry, "errors": errors}
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for key in ("errors", "warnings"):
+        for error in entry.get(key, ()):
+            data = error.as_dict()
+            if data["file"]:
+                data["file"] = display_path(str(data["file"]))
+            shown.setdefault(key, []).append(data)
+    return {
+        **entry,
+        "errors": shown.get("errors", []),
+        **({"warnings": shown["warnings"]} if "warnings" in shown else {}),
+    }
 
 
 def run_validate(refs: list[str], *, json_output: bool, explain: bool, variables: Mapping[str, Any]) -> int:

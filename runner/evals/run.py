@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -236,8 +237,10 @@ class EvalBatch(Batch):
         concurrency: int,
         variables: dict[str, Any] | None = None,
         assume_yes: bool = False,
+        on_outcome: Callable[[RunOutcome, int, int], None] | None = None,
     ) -> None:
         self.case_of: dict[str, tuple[TestCaseConfig, int]] = {}
+        self.on_outcome = on_outcome
         items: list[BatchItem] = []
         for case in cases:
             for index in range(1, case.repeat + 1):
@@ -264,6 +267,8 @@ class EvalBatch(Batch):
         except Exception as exc:  # a bug must not lose the run: it is an error of its own
             outcome = RunOutcome(case.name, index, "error", [f"internal error: {type(exc).__name__}: {exc}"])
         self.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome, len(self.outcomes), len(self.case_of))
         return result
 
 
@@ -277,8 +282,12 @@ async def run_eval(
     variables: dict[str, Any] | None = None,
     assume_yes: bool = False,
     revision: str | None = None,
+    on_outcome: Callable[[RunOutcome, int, int], None] | None = None,
 ) -> EvalReport:
-    """Run every case ``repeat`` times; the report per case (in the order of ``cases``)."""
+    """Run every case ``repeat`` times; the report per case (in the order of ``cases``).
+
+    ``on_outcome(outcome, done, total)`` is told of each run as it is graded (the CLI's progress).
+    """
     if concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
     batch = EvalBatch(
@@ -289,6 +298,7 @@ async def run_eval(
         concurrency=concurrency,
         variables=variables,
         assume_yes=assume_yes,
+        on_outcome=on_outcome,
     )
     started = time.monotonic()
     async for _ in batch.results():  # the batch keeps each outcome with its judgement

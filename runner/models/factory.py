@@ -7,7 +7,8 @@ Both are imported only here, and only when needed.
 
 Fallbacks take only their id from ``model.fallbacks``: they do not inherit ``api_base`` or
 ``api_key`` (a fallback is usually another provider, reached with its own usual key variable), so an
-``openai/...`` fallback goes through litellm to OpenAI itself. They share ``timeout_s``.
+``openai/...`` fallback goes through litellm to OpenAI itself. They share ``timeout_s`` and
+``total_timeout_s``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ def make_model(spec: ModelConfig, *, fast_path: bool = True, backoff_s: float = 
         model_for(fallback, timeout_s=spec.timeout_s, fast_path=fast_path) for fallback in spec.fallbacks
     ]
     return ResilientModel(
-        primary, fallbacks, retries=spec.retries, backoff_s=backoff_s, max_wait_s=spec.timeout_s
+        primary,
+        fallbacks,
+        retries=spec.retries,
+        backoff_s=backoff_s,
+        max_wait_s=spec.timeout_s,
+        total_timeout_s=spec.total_bound_s,
     )
 
 

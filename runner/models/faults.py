@@ -28,6 +28,7 @@ __all__ = [
     "IncompleteStream",
     "clean",
     "incomplete_stream",
+    "no_choices",
     "provider_message",
     "retry_after_s",
     "retryable_status",
@@ -59,6 +60,15 @@ def incomplete_stream(model: str, *, shown: bool, in_tool_call: bool) -> Incompl
         f"reason){kept}",
         hint="the server or a proxy cut the stream; try again",
         retryable=True,
+    )
+
+
+def no_choices(model: str) -> ModelError:
+    """The error for a stream whose chunks all had ``choices: []``: no answer, as a whole answer
+    without ``choices[0]`` is (not retried: the server answered, with nothing)."""
+    return ModelError(
+        f"{model}: the server's answer has no choices (its stream sent only chunks with `choices: []`)",
+        hint="check model.id, and the server's log for why it answered nothing",
     )
 
 

@@ -11,6 +11,7 @@ import litellm; it reads classes by name and attributes, so it works on any lite
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from runner.errors import ModelError
@@ -53,6 +54,7 @@ _CONNECTION = frozenset(
 )
 _TIMEOUT = frozenset({"Timeout", "APITimeoutError", "TimeoutException", "TimeoutError"})
 _HTTP_ERRORS = frozenset({"HTTPStatusError", "APIStatusError"})
+_ADDRESS = re.compile(r"\s*\(['\"][^'\"]*['\"],\s*\d+(,[^)]*)?\)")  # ('127.0.0.1', 8000) in an OS error
 _STREAM_CUT = "Stream ended before a finish_reason"
 _HINTS = {
     "AuthenticationError": "check model.api_key (or the provider's usual API key variable)",
@@ -100,6 +102,30 @@ def _http_response(chain: list[BaseException]) -> Any:
     return None
 
 
+def _request_url(chain: list[BaseException]) -> str | None:
+    """The URL of the request that failed, from the first error of the chain that carries it."""
+    for error in chain:
+        try:
+            request = getattr(error, "request", None)  # httpx raises RuntimeError when it has none
+        except RuntimeError:
+            continue
+        url = getattr(request, "url", None)
+        if url is not None:
+            text = str(url)
+            return text.removesuffix("/chat/completions")
+    return None
+
+
+def _refusal(chain: list[BaseException]) -> str:
+    """``: <why>`` from the innermost connection error (the operating system's words), or nothing."""
+    for error in reversed(chain):
+        if _REFUSED & {cls.__name__ for cls in type(error).__mro__} or isinstance(error, OSError):
+            text = _ADDRESS.sub("", clean(str(error)))  # the URL says where; serve hides it
+            if text and "litellm" not in text.lower():
+                return f": {text}"
+    return ""
+
+
 def _body_message(response: Any) -> str | None:
     try:
         content = response.content  # a streamed response that was never read raises here
@@ -116,11 +142,13 @@ def map_litellm_error(
     shown: bool = False,
     in_tool_call: bool = False,
     timeout_s: float | None = None,
+    api_base: str | None = None,
 ) -> ModelError:
     """Turn any exception raised by litellm into a ``ModelError`` (retryable for 429, 5xx, network).
 
     ``shown`` says whether some of a streamed answer already reached the user (a dropped stream is
-    then "dropped in the middle of the answer").
+    then "dropped in the middle of the answer"). A refused connection names ``api_base`` (else the
+    URL the request went to), as the fast path does.
     """
     if isinstance(exc, ModelError):
         return exc
@@ -146,10 +174,11 @@ def map_litellm_error(
             hint="the server or a proxy corrupted the stream; try again",
         )
     if names & _REFUSED:
+        where = api_base or _request_url(chain) or "the model's endpoint"
         return ModelError(
-            f"{model}: cannot connect to the model's endpoint",
+            f"{model}: cannot connect to {where}{_refusal(chain)}",
             retryable=True,
-            hint="is the model's endpoint reachable?",
+            hint="is the server running?" if api_base else "is the model's endpoint reachable?",
         )
     if names & _CONNECTION:
         what = "dropped in the middle of the answer" if shown else "was closed before an answer arrived"

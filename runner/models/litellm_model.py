@@ -25,7 +25,7 @@ from runner.models.base import (
     ToolCall,
     Usage,
 )
-from runner.models.faults import incomplete_stream
+from runner.models.faults import IncompleteStream, incomplete_stream, no_choices
 from runner.models.litellm_errors import map_litellm_error
 from runner.models.model_data import output_strategy
 from runner.tools.threads import MODEL_THREADS
@@ -153,7 +153,9 @@ class LiteLLMModel:
                 _quietly, litellm.completion, self._arguments(request, stream=False)
             )
         except Exception as exc:
-            raise map_litellm_error(exc, self.name, timeout_s=self._timeout(request)) from exc
+            raise map_litellm_error(
+                exc, self.name, timeout_s=self._timeout(request), api_base=self.api_base
+            ) from exc
         try:
             choice = response.choices[0]
             message = choice.message
@@ -187,15 +189,18 @@ class LiteLLMModel:
         model = self.name
         response: Any = None
         finished = False
+        chunks = choices = 0  # chunks received; those that carried a choice
         quiet = _quiet()
         quiet.__enter__()
         try:
             response = await litellm.acompletion(**self._arguments(request, stream=True))
             async for chunk in response:
+                chunks += 1
                 usage_data = getattr(chunk, "usage", None) or usage_data
                 model = chunk.model or model
                 if not chunk.choices:
                     continue
+                choices += 1
                 choice = chunk.choices[0]
                 delta = choice.delta
                 thought = getattr(delta, "reasoning_content", None)
@@ -214,21 +219,25 @@ class LiteLLMModel:
         except RunnerError:
             raise
         except Exception as exc:
-            shown = bool(text or reasoning)
-            timeout_s = self._timeout(request)
-            raise map_litellm_error(
+            error = map_litellm_error(
                 exc,
                 self.name,
                 streaming=True,
-                shown=shown,
+                shown=bool(text or reasoning),
                 in_tool_call=accumulator.has_open_call,
-                timeout_s=timeout_s,
-            ) from exc
+                timeout_s=self._timeout(request),
+                api_base=self.api_base,
+            )
+            if isinstance(error, IncompleteStream) and chunks and not choices:
+                error = no_choices(self.name)  # chunks came, none with a choice: ``choices: []`` only
+            raise error from exc
         finally:
             quiet.__exit__(None, None, None)
             if response is not None and not finished:
                 await _close_quietly(response)  # the consumer stopped early: release the connection
         empty = not (text or reasoning or accumulator.has_calls)
+        if not choices and chunks:
+            raise no_choices(self.name)
         if finish_reason is None or (empty and not _provider_finished(response)):
             raise incomplete_stream(
                 self.name, shown=bool(text or reasoning), in_tool_call=accumulator.has_open_call

@@ -12,9 +12,9 @@ import contextlib
 import functools
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -33,7 +33,14 @@ from runner.models.base import (
     events_of,
     says_streaming_unsupported,
 )
-from runner.models.faults import clean, incomplete_stream, provider_message, retry_after_s, retryable_status
+from runner.models.faults import (
+    clean,
+    incomplete_stream,
+    no_choices,
+    provider_message,
+    retry_after_s,
+    retryable_status,
+)
 from runner.models.prices import cost_usd
 
 __all__ = ["OpenAICompatModel"]
@@ -41,6 +48,8 @@ __all__ = ["OpenAICompatModel"]
 # litellm-only parameters that an OpenAI-compatible server would reject.
 _LITELLM_ONLY = frozenset({"drop_params", "num_retries", "max_retries", "caching", "custom_llm_provider"})
 _TIMEOUT_HINT = "raise model.timeout_s if the model is slow"
+#: How long an idle kept-alive connection stays in the pool (httpx's default; a seam for tests).
+KEEPALIVE_S = 5.0
 
 
 class OpenAICompatModel:
@@ -80,10 +89,14 @@ class OpenAICompatModel:
         """Answer in one piece (``stream: false``)."""
         body, timeout, headers = self._prepare(request, stream=False)
         try:
-            response = await self._http().post(self._url, content=body, headers=headers, timeout=timeout)
-            if response.status_code >= 400:
-                raise self._status_error(response, streaming=False)
-            data = response.json()
+            async with self._http().stream(
+                "POST", self._url, content=body, headers=headers, timeout=timeout
+            ) as response:
+                _release_on_close(response)
+                await response.aread()
+                if response.status_code >= 400:
+                    raise self._status_error(response, streaming=False)
+                data = response.json()
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, timeout, answered=False) from exc
         except ValueError as exc:
@@ -93,17 +106,13 @@ class OpenAICompatModel:
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         """Answer as server-sent events; tool calls are reported as soon as their arguments are complete."""
         body, timeout, headers = self._prepare(request, stream=True)
-        accumulator = ToolCallAccumulator()
-        text: list[str] = []
-        reasoning: list[str] = []
-        usage = Usage()
-        finish_reason: str | None = None
-        model = self._wire_model
+        answer = _StreamedAnswer(self._wire_model)
         end = _StreamEnd()
         try:
             async with self._http().stream(
                 "POST", self._url, content=body, headers=headers, timeout=timeout
             ) as response:
+                _release_on_close(response)
                 if response.status_code >= 400:
                     await response.aread()
                     raise self._status_error(response, streaming=True)
@@ -113,48 +122,24 @@ class OpenAICompatModel:
                     for event in events_of(self._reply_from_completion(response.json())):
                         yield event
                     return
-                async for data in _sse_data(response, end):
-                    chunk = self._parse_chunk(data)
-                    if chunk.get("usage"):
-                        usage = self._usage(chunk["usage"])
-                    model = chunk.get("model") or model
-                    choices = chunk.get("choices")
-                    if not choices:
-                        continue
-                    choice = choices[0]
-                    delta = choice.get("delta") or {}
-                    thought = delta.get("reasoning_content") or delta.get("reasoning")
-                    if thought:
-                        reasoning.append(thought)
-                        yield ReasoningDelta(thought)
-                    content = delta.get("content")
-                    if content:
-                        text.append(content)
-                        yield TextDelta(content)
-                    for item in delta.get("tool_calls") or ():
-                        for ready in accumulator.feed_events(item):
-                            yield ready
-                    if choice.get("finish_reason"):
-                        finish_reason = choice["finish_reason"]
+                async with contextlib.aclosing(_sse_data(response, end)) as datas:
+                    async for data in datas:
+                        chunk = self._parse_chunk(data)
+                        if chunk.get("usage"):
+                            answer.usage = self._usage(chunk["usage"])
+                        for event in answer.feed(chunk):
+                            yield event
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, timeout, answered=end.data) from exc
         except ValueError as exc:
             raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
-        if finish_reason is None and not end.done:
-            raise incomplete_stream(
-                self.name, shown=bool(text or reasoning), in_tool_call=accumulator.has_open_call
-            )
-        for ready in accumulator.finish_events():
+        if answer.finish_reason is None and not end.done:
+            raise incomplete_stream(self.name, shown=answer.shown, in_tool_call=answer.calls.has_open_call)
+        if not answer.choices:
+            raise no_choices(self.name)
+        for ready in answer.calls.finish_events():
             yield ready
-        reply = Reply(
-            content="".join(text) or None,
-            tool_calls=accumulator.calls,
-            reasoning="".join(reasoning) or None,
-            usage=usage,
-            finish_reason=finish_reason,
-            model=model,
-        )
-        yield Completed(reply)
+        yield Completed(answer.reply())
 
     async def aclose(self) -> None:
         """Close the HTTP client (if it belongs to the running event loop)."""
@@ -168,7 +153,9 @@ class OpenAICompatModel:
             # Pooled connections belong to the loop that opened them: a new loop needs a new client.
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                limits=httpx.Limits(
+                    max_connections=256, max_keepalive_connections=64, keepalive_expiry=KEEPALIVE_S
+                ),
                 transport=self._transport,
                 # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
                 verify=_tls_context() if self._url.startswith("https:") else False,
@@ -298,7 +285,88 @@ class _StreamEnd:
     done: bool = False
 
 
-async def _sse_data(response: httpx.Response, end: _StreamEnd) -> AsyncIterator[bytes]:
+class _StreamedAnswer:
+    """What the chunks of a streamed answer said so far; ``feed`` gives the events of one chunk."""
+
+    __slots__ = ("calls", "choices", "finish_reason", "model", "reasoning", "text", "usage")
+
+    def __init__(self, model: str) -> None:
+        self.calls = ToolCallAccumulator()
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.model = model
+        self.choices = 0  # chunks that carried a choice
+
+    @property
+    def shown(self) -> bool:
+        """Whether some of the answer (text or reasoning) reached the user."""
+        return bool(self.text or self.reasoning)
+
+    def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        """The events ``chunk`` adds (its usage is read by the caller)."""
+        self.model = chunk.get("model") or self.model
+        choices = chunk.get("choices")
+        if not choices:
+            return []
+        self.choices += 1
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        events: list[StreamEvent] = []
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if thought:
+            self.reasoning.append(thought)
+            events.append(ReasoningDelta(thought))
+        content = delta.get("content")
+        if content:
+            self.text.append(content)
+            events.append(TextDelta(content))
+        for item in delta.get("tool_calls") or ():
+            events.extend(self.calls.feed_events(item))
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        return events
+
+    def reply(self) -> Reply:
+        """The assembled answer."""
+        return Reply(
+            content="".join(self.text) or None,
+            tool_calls=self.calls.calls,
+            reasoning="".join(self.reasoning) or None,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            model=self.model,
+        )
+
+
+def _release_on_close(response: httpx.Response) -> None:
+    """Make closing ``response`` finish even when the task that closes it is cancelled.
+
+    httpcore gives a connection back to its pool in ``_response_closed``, after an anyio checkpoint
+    that shields only from anyio's own cancellation. A plain ``Task.cancel()`` landing there (a
+    ``serve`` client that went away, Ctrl+C, a timeout) stopped it half-way: the connection stayed
+    ``ACTIVE`` in the pool for good, holding its socket, until the pool's limit was reached and every
+    request waited for a connection that never came (issue 23). The close now runs in a task of its
+    own, which a cancellation of the caller does not stop.
+    """
+    response.stream = _ReleasedStream(response.stream)
+
+
+class _ReleasedStream(httpx.AsyncByteStream):
+    """A response body whose ``aclose`` runs to its end in its own task (``_release_on_close``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._inner.__aiter__()
+
+    async def aclose(self) -> None:
+        await asyncio.shield(self._inner.aclose())
+
+
+async def _sse_data(response: httpx.Response, end: _StreamEnd) -> AsyncGenerator[bytes, None]:
     """The ``data:`` payloads of a server-sent event stream, up to ``[DONE]`` (noted in ``end``).
 
     Lines are split from the raw bytes (cheaper than decoding text line by line; JSON parses from
@@ -306,23 +374,24 @@ async def _sse_data(response: httpx.Response, end: _StreamEnd) -> AsyncIterator[
     connection can be reused: a response closed before its end takes its connection with it. A
     server that keeps the stream open after ``[DONE]`` costs at most ``_DRAIN_S``.
     """
-    chunks = response.aiter_bytes()
-    pending = b""
-    async for block in chunks:
-        end.data = True
-        *lines, pending = (pending + block).split(b"\n")
-        for line in lines:
-            if not line.startswith(b"data:"):
-                continue
-            data = line[5:].strip()
-            if data == b"[DONE]":
-                end.done = True
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(_DRAIN_S):
-                        async for _ in chunks:
-                            pass
-                return
-            yield data
+    body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # an async generator
+    async with contextlib.aclosing(body) as chunks:
+        pending = b""
+        async for block in chunks:
+            end.data = True
+            *lines, pending = (pending + block).split(b"\n")
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    end.done = True
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_DRAIN_S):
+                            async for _ in chunks:
+                                pass
+                    return
+                yield data
     tail = pending.strip()
     if tail.startswith(b"data:"):
         if tail[5:].strip() == b"[DONE]":

@@ -10,6 +10,11 @@ instead, silently, from then on (SPEC section 4: "stream: silently false when th
 A server that says how long to wait (``Retry-After``, in seconds or as an HTTP date) is waited for
 that long instead of the backoff, capped by the model's ``timeout_s`` and by ``MAX_RETRY_AFTER_S``.
 Every retry is announced (``runner.models.notices``): which error, how long the wait, which attempt.
+
+Each request (each attempt) is bounded as a whole by ``total_timeout_s`` (``model.total_timeout_s``):
+the models' own timeouts bound each wait for data, so a server that drips a chunk every few seconds
+would otherwise keep a call going forever. The bound is one timer per request; it cancels the call
+only while the request itself is awaited, never the caller's own work between two events.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from runner.errors import ModelError
 from runner.models.base import Model, Reply, Request, StreamEvent, StreamingUnsupported, events_of
 from runner.models.notices import notify
 
-__all__ = ["MAX_RETRY_AFTER_S", "ResilientModel"]
+__all__ = ["MAX_RETRY_AFTER_S", "ResilientModel", "overran"]
 
 _sleep = asyncio.sleep  # tests replace it to record backoff delays
 
@@ -45,6 +50,7 @@ class ResilientModel:
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
         max_wait_s: float | None = None,
+        total_timeout_s: float | None = None,
     ) -> None:
         self.primary = primary
         self.fallbacks = list(fallbacks)
@@ -53,6 +59,7 @@ class ResilientModel:
         self.max_backoff_s = max_backoff_s
         # the longest Retry-After honoured: the model's timeout_s, and never past MAX_RETRY_AFTER_S
         self.max_wait_s = min(MAX_RETRY_AFTER_S, max_wait_s) if max_wait_s else MAX_RETRY_AFTER_S
+        self.total_timeout_s = total_timeout_s  # None: a request may take as long as its data keeps coming
         self.last_model: str | None = None  # the model that gave the last answer
         self._cannot_stream: set[int] = set()
 
@@ -81,7 +88,7 @@ class ResilientModel:
             sent = self._request_for(model, request)
             for attempt in range(self.retries + 1):
                 try:
-                    reply = await model.complete(sent)
+                    reply = await self._complete(model, sent)
                 except ModelError as exc:
                     errors[position] = exc
                     if not exc.retryable or attempt == self.retries:
@@ -101,10 +108,16 @@ class ResilientModel:
             while True:
                 started = False
                 events = self._events(model, sent)
+                bound = _Bound(model.name, self.total_timeout_s) if self.total_timeout_s else None
                 try:
-                    async for event in events:
-                        started = True
-                        yield event
+                    if bound is None:
+                        async for event in events:
+                            started = True
+                            yield event
+                    else:
+                        while (bounded := await bound.next(events)) is not None:
+                            started = True
+                            yield bounded
                 except ModelError as exc:
                     if started:
                         raise
@@ -118,6 +131,8 @@ class ResilientModel:
                     attempt += 1
                     continue
                 finally:
+                    if bound is not None:
+                        bound.stop()
                     await _close(events)
                 self.last_model = model.name
                 return
@@ -130,6 +145,19 @@ class ResilientModel:
             if id(model) not in closed:
                 closed.add(id(model))
                 await model.aclose()
+
+    async def _complete(self, model: Model, request: Request) -> Reply:
+        """``model.complete(request)`` within ``total_timeout_s``."""
+        if not self.total_timeout_s:
+            return await model.complete(request)
+        scope = asyncio.timeout(self.total_timeout_s)
+        try:
+            async with scope:
+                return await model.complete(request)
+        except TimeoutError:
+            if scope.expired():
+                raise overran(model.name, self.total_timeout_s) from None
+            raise
 
     def _models(self) -> list[Model]:
         return [self.primary, *self.fallbacks]
@@ -182,3 +210,55 @@ async def _close(events: Any) -> None:
     closer = getattr(events, "aclose", None)
     if closer is not None:
         await closer()
+
+
+def overran(model: str, seconds: float) -> ModelError:
+    """The error of a request that ran past ``model.total_timeout_s`` (not retried: it had its time)."""
+    return ModelError(
+        f"{model}: the answer did not end within {seconds:g} s (model.total_timeout_s)",
+        hint="raise model.total_timeout_s if the model's answers really take this long",
+    )
+
+
+class _Bound:
+    """One request's whole-duration bound: a timer that cancels the request only while it is awaited.
+
+    Between two events the caller runs its own code (which no timer may cancel); a bound that passes
+    then is reported by the next ``next``.
+    """
+
+    __slots__ = ("_handle", "_inside", "_model", "_passed", "_seconds", "_task")
+
+    def __init__(self, model: str, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._model = model
+        self._seconds = seconds
+        self._task = asyncio.current_task()
+        self._inside = False
+        self._passed = False
+        self._handle = loop.call_at(loop.time() + seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._passed = True
+        if self._inside and self._task is not None:
+            self._task.cancel()
+
+    async def next(self, events: AsyncIterator[StreamEvent]) -> StreamEvent | None:
+        """The next event of ``events`` (None at its end), or the bound's ``ModelError``."""
+        if self._passed:
+            raise overran(self._model, self._seconds)
+        self._inside = True
+        try:
+            return await anext(events)
+        except StopAsyncIteration:
+            return None
+        except asyncio.CancelledError:
+            if self._passed and self._task is not None and self._task.uncancel() == 0:
+                raise overran(self._model, self._seconds) from None
+            raise
+        finally:
+            self._inside = False
+
+    def stop(self) -> None:
+        """The request is over: the timer is not needed any more."""
+        self._handle.cancel()

@@ -10,14 +10,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FENCE", "load_json", "tool_function", "unwrap_fence"]
+__all__ = ["FENCE", "TOO_DEEP", "load_json", "tool_function", "unwrap_fence"]
 
+#: Why JSON nested past what the parser can read is refused.
+TOO_DEEP = "the JSON nests arrays and objects too deeply to read"
 #: A code fence line: its marks (group 1) and its info string (group 2, unstripped).
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
@@ -72,8 +73,12 @@ def load_json(text: str) -> tuple[Any, str | None]:
     if not text:
         return None, "empty"
     for strict in (True, False):  # strict=False: raw newlines and tabs inside strings
-        with contextlib.suppress(ValueError):
+        try:
             return json.loads(text, strict=strict), None
+        except RecursionError:  # the parser recurses per level: ~1,000 levels are past its reach
+            return None, TOO_DEEP
+        except ValueError:
+            continue
     if text[0] not in "{[":
         return None, "not a JSON object or array"
     problem = _incomplete(text)
@@ -83,6 +88,8 @@ def load_json(text: str) -> tuple[Any, str | None]:
 
     try:
         value = json_repair.loads(text, skip_json_loads=True)
+    except RecursionError:
+        return None, TOO_DEEP
     except Exception:  # the repairer failing is one more kind of invalid JSON
         value = None
     if not isinstance(value, dict if text[0] == "{" else list):  # the repairer guessed something else

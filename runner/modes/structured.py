@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from runner.agentfile.output import OutputSchema
+from runner.agentfile.schema_budget import check_off_loop, schema_nodes
 from runner.models.base import Model, Reply, ToolCall
-from runner.modes.jsontext import FENCE, load_json
+from runner.modes.jsontext import FENCE, TOO_DEEP, load_json
 from runner.text import counted
 from runner.tools.schema import clean_schema, inline_refs
 
@@ -47,6 +48,7 @@ __all__ = [
     "Verdict",
     "find_json",
     "plan_output",
+    "prepare_wire",
     "refuses_schema",
 ]
 
@@ -98,25 +100,34 @@ def _has_combinator(schema: Mapping[str, Any]) -> bool:
 
 def _closed(node: Any) -> bool:
     """Whether every object in ``node`` lists all its properties as required and allows no others
-    (what strict structured output needs)."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-            continue
-        if not isinstance(item, Mapping):
-            continue
+    (what strict structured output needs); a property named ``enum`` is a schema too."""
+    for _, item in schema_nodes(node):
         if item.get("type") == "object":
             properties = item.get("properties") or {}
             if item.get("additionalProperties") is not False or set(item.get("required") or ()) != set(
                 properties
             ):
                 return False
-        stack.extend(
-            value for key, value in item.items() if key not in ("enum", "const", "default", "examples")
-        )
     return True
+
+
+def prepare_wire(output: OutputSchema) -> dict[str, Any]:
+    """The wire schema of ``output`` (references inlined, cleaned, an object at the root), made once
+    and kept in ``output.derived``; ``runner serve`` makes a client's in a worker thread."""
+    derived = output.derived
+    if "wire" not in derived:
+        root = inline_refs(output.schema)
+        if not _is_object_schema(output.schema):
+            root = {
+                "type": "object",
+                "properties": {"value": root},
+                "required": ["value"],
+                "additionalProperties": False,
+            }
+        derived["wire"] = clean_schema(root)
+        derived["closed"] = _closed(derived["wire"])
+    wire: dict[str, Any] = derived["wire"]
+    return wire
 
 
 def _fences(text: str) -> list[str]:
@@ -176,6 +187,9 @@ def find_json(text: str) -> tuple[Any, str | None]:
         if len(candidate) > REPAIR_LIMIT:
             try:
                 return json.loads(candidate), None
+            except RecursionError:
+                first_why = first_why or TOO_DEEP
+                continue
             except ValueError as exc:
                 first_why = first_why or f"not valid JSON ({exc})"
                 continue
@@ -215,23 +229,16 @@ class OutputPlan:
     def wire_schema(self) -> dict[str, Any]:
         """The schema as requests carry it: references inlined, cleaned, an object at the root
         (made once per ``OutputSchema``: every session of a runtime shares it)."""
-        derived = self.output.derived
-        if "wire" not in derived:
-            derived["wire"] = self._wire()
-            derived["closed"] = _closed(derived["wire"])
-        wire: dict[str, Any] = derived["wire"]
-        return wire
+        return prepare_wire(self.output)
 
-    def _wire(self) -> dict[str, Any]:
-        root = inline_refs(self.output.schema)
-        if self.wrapped:
-            root = {
-                "type": "object",
-                "properties": {"value": root},
-                "required": ["value"],
-                "additionalProperties": False,
-            }
-        return clean_schema(root)
+    async def read_checked(self, reply: Reply) -> Verdict | None:
+        """``read(reply)`` without holding the event loop: a long answer, or one whose check takes
+        more than a few thousand steps, is read and checked in a worker thread, within the budget of
+        ``agentfile/schema_budget.py`` (past it, the answer is refused with a message saying so)."""
+        size = len(reply.content or "") + sum(len(call.arguments or "") for call in reply.tool_calls)
+        return await check_off_loop(
+            lambda: self.read(reply), size=size, late=lambda why: Verdict(problems=(why,))
+        )
 
     @functools.cached_property
     def strict(self) -> bool:

@@ -13,6 +13,7 @@ Module map:
     engine.py     one request: a Session on the agent's shared runtime, its events as pieces
     workflow_run.py  one request to a workflow: the workflow run once, steps as reasoning, its output
     sse.py        pieces as chat.completion chunks (seed 002 rules) or one chat.completion
+    outward.py    what the server says of its own accord (descriptions, errors), secrets masked
     guard.py      which Host and Origin headers are answered (ASGI middleware; CORS in app.py)
     app.py        the Starlette app (the only module that imports starlette)
     server.py     uvicorn's protocol with a header read timeout and a connection cap

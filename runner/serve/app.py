@@ -37,11 +37,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive
 
+from runner.modes.structured import prepare_wire
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
 from runner.serve.engine import ChatRun, RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
+from runner.serve.outward import outward
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
@@ -105,6 +107,7 @@ class ServeState:
 
 
 def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
+    """What ``/v1/models`` says of one model; its description with secrets masked (``outward``)."""
     card: dict[str, Any] = {
         "id": served.name,
         "object": "model",
@@ -112,9 +115,10 @@ def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
         "owned_by": "runner",
     }
     if isinstance(served, ServedWorkflow):
-        card["description"] = served.description()
+        secrets = frozenset().union(*(config.secrets for config in served.configs.values()))
+        card["description"] = outward(served.description(), secrets)
     elif served.config.description:
-        card["description"] = served.config.description
+        card["description"] = outward(served.config.description, served.config.secrets)
     return card
 
 
@@ -294,6 +298,8 @@ def create_app(
             chat, history = await anyio.to_thread.run_sync(
                 lambda: read_chat(raw, max_messages=state.max_messages)
             )
+        if chat.output is not None:  # a client's schema: its wire form is made off the event loop
+            await anyio.to_thread.run_sync(prepare_wire, chat.output)
         run = _request_run(holder, chat, history, report=state.report, tool_details=tool_details)
         await run.start()
         state.track(run)
@@ -304,7 +310,9 @@ def create_app(
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
-        headers = {"www-authenticate": "Bearer"} if exc.status == 401 else {}
+        headers = exc.headers()
+        if exc.status == 401:
+            headers["www-authenticate"] = "Bearer"
         if exc.status in (408, 413):
             headers["connection"] = "close"  # the rest of the body is not read
         return _JSON(exc.body(), status_code=exc.status, headers=headers)
@@ -317,8 +325,8 @@ def create_app(
         )
 
     async def server_error(request: Request, exc: Exception) -> Response:
-        error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
-        return _JSON(error.body(), status_code=500)
+        error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error", retry=False)
+        return _JSON(error.body(), status_code=500, headers=error.headers())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

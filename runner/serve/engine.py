@@ -27,6 +27,7 @@ from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost
 from runner.serve.details import ToolBlock
 from runner.serve.history import ChatHistory
+from runner.serve.outward import outward_redactor
 from runner.serve.protocol import CLIENT_SCHEMA, ApiError, ChatRequest, model_params, request_limits
 from runner.session import RunOptions, Session
 from runner.session.events import (
@@ -41,7 +42,7 @@ from runner.session.events import (
     TurnEnded,
     UsageUpdate,
 )
-from runner.store.transcript import Redactor
+from runner.text import one_line
 from runner.tools.schema import clean_schema
 
 __all__ = [
@@ -164,6 +165,13 @@ class RequestRun:
             self._log(piece)
         self._queue.put_nowait(piece)
 
+    def _notice(self, text: str) -> None:
+        """What the model layer said while the run waited on it (a retry, its wait): a line of the
+        server's log and of the reasoning, never of the content."""
+        if self.on_done is not None:
+            self.on_done(f"notice: {self.name}: {text}")
+        self._put(ReasoningPiece(f"> {text}\n"))
+
     def _log(self, end: EndPiece) -> None:
         if self.on_done is None:
             return
@@ -172,7 +180,11 @@ class RequestRun:
         line = (
             f"request: {self.name} {status} {time.monotonic() - self._started:.2f} s "
             f"{usage.prompt_tokens}+{usage.completion_tokens} tokens"
-            + (f" {end.finish_reason}" if end.error is None else f" ({end.error.message[:120]})")
+            + (
+                f" {end.finish_reason}"
+                if end.error is None
+                else f" ({one_line(end.error.message, 120, words=True)})"
+            )
             + (f" {self.session_word} {self.session_id}" if self.session_id else "")
         )
         self.on_done(line)
@@ -185,16 +197,21 @@ def api_error(exc: BaseException, redact: Callable[[str], str] = str) -> ApiErro
     """An error of the run as the API reports it: the model's failures are 502, the rest 500.
 
     A client learns that the model failed and why, never where the agent's model is: URLs in a
-    model's error are replaced, and the agent's secrets are redacted.
+    model's error are replaced, and the agent's secrets are redacted. Only a model failure that may
+    pass later (429, 5xx, network, timeout) invites a retry; the rest say ``x-should-retry: false``.
     """
     if isinstance(exc, ModelError):
         message = redact(URL.sub("(the agent's model endpoint)", exc.message))
-        return ApiError(502, f"the model failed: {message}", type="server_error", code="model_error")
-    if isinstance(exc, OutputError):  # the model never gave a valid answer: an upstream failure
-        return ApiError(502, redact(exc.message), type="server_error", code="output_invalid")
+        retry = None if exc.transient else False
+        return ApiError(
+            502, f"the model failed: {message}", type="server_error", code="model_error", retry=retry
+        )
+    if isinstance(exc, OutputError):  # the model never gave a valid answer (after its retries)
+        return ApiError(502, redact(exc.message), type="server_error", code="output_invalid", retry=False)
     if isinstance(exc, RunnerError):
-        return ApiError(500, str(exc), type="server_error", code="agent_error")
-    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
+        return ApiError(500, redact(str(exc)), type="server_error", code="agent_error", retry=False)
+    error = redact(f"internal error: {type(exc).__name__}: {exc}")
+    return ApiError(500, error, type="server_error", retry=False)
 
 
 def _shape(node: Any) -> Any:
@@ -300,7 +317,9 @@ class ChatRun(RequestRun):
         if not self._opened.is_set():
             error = task.exception() if not task.cancelled() else asyncio.CancelledError()
             assert error is not None
-            raise error if isinstance(error, ApiError) else api_error(error)
+            if not isinstance(error, ApiError):
+                error = api_error(error, outward_redactor(self.host.config.secrets))
+            raise error
 
     def cancel(self) -> None:
         """Stop the run unless its answer was delivered (the client went away)."""
@@ -336,6 +355,8 @@ class ChatRun(RequestRun):
             self._put(ToolBlock(result.call_id, result.name, arguments, result.content))
         elif isinstance(event, UsageUpdate):
             self._usage = event.session
+        elif isinstance(event, Note) and event.source == "model":
+            self._notice(event.text)  # a retry and its wait: never in the content
         elif isinstance(event, Note) and event.level in ("warning", "error") and not self._structured:
             self._put(TextPiece(f"\n\n> {event.text}\n\n"))
 
@@ -344,7 +365,7 @@ class ChatRun(RequestRun):
             session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
         except BaseException as exc:
             if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
-                raise api_error(exc) from None
+                raise api_error(exc, outward_redactor(self.host.config.secrets)) from None
             raise
         try:
             self.session_id = session.session_id
@@ -373,7 +394,7 @@ class ChatRun(RequestRun):
                 raise
             if not isinstance(exc, RunnerError):
                 log.exception("agent %s: the run failed", self.name)
-            error = api_error(exc, Redactor(self.host.config.secrets))
+            error = api_error(exc, outward_redactor(self.host.config.secrets))
             if not self._structured:
                 self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
             self._put(EndPiece("stop", (), self._usage, error, structured=self._structured))
@@ -389,6 +410,7 @@ class ChatRun(RequestRun):
                 f"the agent stopped ({reason}) before giving an answer that matches the requested schema",
                 type="server_error",
                 code="output_missing",
+                retry=False,
             )
             self._put(EndPiece("stop", (), self._usage, error, structured=True))
         elif self.answer_tool is not None:

@@ -36,6 +36,7 @@ class ApiError(Exception):
         type: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        retry: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -43,6 +44,13 @@ class ApiError(Exception):
         self.type = type
         self.param = param
         self.code = code
+        self.retry = retry
+        """False: the same request would fail the same way (``x-should-retry: false``, which the
+        openai SDK honours); None: the status says it (the SDK retries 408, 409, 429 and 5xx)."""
+
+    def headers(self) -> dict[str, str]:
+        """The response headers that say whether to retry."""
+        return {} if self.retry is None else {"x-should-retry": "true" if self.retry else "false"}
 
     def body(self) -> dict[str, Any]:
         """The JSON body of the error response."""

@@ -15,13 +15,12 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from runner.agentfile.answer_check import Keyword
 from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.agentfile.schema_budget import schema_nodes
 from runner.agentfile.yamlsrc import PathKey
 
 __all__ = ["ClientSchema", "SchemaProblem", "client_schema"]
-
-#: Keys whose values are data, not schemas (a ``pattern`` inside them is no pattern).
-_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
 
 
 class SchemaProblem(Exception):
@@ -52,22 +51,17 @@ def _re2_reason(exc: BaseException) -> str:
     return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
 
 
-def _patterns(node: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
-    """Every regular expression in a schema, with where it is (no recursion: a deep schema is fine)."""
-    stack: list[tuple[Any, PathKey]] = [(node, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, list):
-            stack.extend((value, (*where, index)) for index, value in enumerate(item))
-            continue
-        if not isinstance(item, Mapping):
-            continue
+def _patterns(node: Any) -> Iterator[tuple[PathKey, str]]:
+    """Every regular expression in a schema, with where it is (no recursion: a deep schema is fine).
+
+    Only in schema position: the values of ``enum``, ``const``, ``default`` and ``examples`` are
+    data, but a property named ``enum`` is a schema like any other (``schema_nodes``)."""
+    for where, item in schema_nodes(node):
         if isinstance(item.get("pattern"), str):
             yield (*where, "pattern"), item["pattern"]
         names = item.get("patternProperties")
         if isinstance(names, Mapping):
             yield from (((*where, "patternProperties", key), key) for key in names if isinstance(key, str))
-        stack.extend((value, (*where, key)) for key, value in item.items() if key not in _DATA_KEYS)
 
 
 def _check_patterns(schema: Any) -> None:
@@ -88,15 +82,9 @@ def _check_patterns(schema: Any) -> None:
 class ClientSchema(OutputSchema):
     """An ``OutputSchema`` from a request: its patterns are matched by RE2 (linear time)."""
 
-    @functools.cached_property
-    def _validator(self) -> Any:
-        import jsonschema
-
-        base = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
-        linear = jsonschema.validators.extend(
-            base, {"pattern": _pattern, "patternProperties": _pattern_properties}
-        )
-        return linear(self.schema, format_checker=base.FORMAT_CHECKER)
+    def keywords(self) -> Mapping[str, Keyword]:
+        """``pattern`` and ``patternProperties`` matched by RE2."""
+        return {"pattern": _pattern, "patternProperties": _pattern_properties}
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:

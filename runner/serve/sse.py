@@ -152,7 +152,7 @@ async def collect_completion(pieces: AsyncIterator[Piece], *, model: str) -> dic
             return completion(model, "".join(content), piece, reasoning="".join(reasoning))
         else:
             content.append(builder.content(piece))
-    raise ApiError(500, "the run ended without an answer", type="server_error")
+    raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
 
 
 def completion(model: str, content: str, end: EndPiece, *, reasoning: str = "") -> dict[str, Any]:

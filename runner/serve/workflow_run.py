@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.agentfile.output import OutputSchema
+from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage
@@ -47,18 +48,31 @@ from runner.serve.engine import (
     TextPiece,
     check_output,
 )
+from runner.serve.outward import outward_redactor
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
-from runner.store.transcript import Redactor
 from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult, open_record
 from runner.workflow.progress import step_line
 
-__all__ = ["INTERRUPT_GRACE_S", "WorkflowRun", "lowered_workflow", "open_workflow_run", "workflow_input"]
+__all__ = [
+    "INTERRUPT_GRACE_S",
+    "SERVED_MAX_STEPS",
+    "SERVED_MAX_TOKENS",
+    "WorkflowRun",
+    "lowered_workflow",
+    "open_workflow_run",
+    "served_workflow",
+    "workflow_input",
+]
 
 log = logging.getLogger("runner.serve")
 
 #: How long an interrupted workflow may take to end its child sessions before it is cancelled.
 INTERRUPT_GRACE_S = 5.0
+#: A served workflow always runs within a budget: these apply when its ``limits`` set none (a
+#: client's request, or a planner's answer it sees, must not start an unbounded run).
+SERVED_MAX_STEPS = 100
+SERVED_MAX_TOKENS = 2_000_000
 
 
 def _bad(message: str, param: str) -> ApiError:
@@ -108,6 +122,23 @@ def _lower(current: float | None, request: float | None) -> float | None:
     return request if current is None else min(current, request)
 
 
+def served_workflow(workflow: WorkflowConfig) -> WorkflowConfig:
+    """The workflow with the server's default budget where its ``limits`` set none:
+    ``max_steps`` ``SERVED_MAX_STEPS``, and ``max_tokens`` ``SERVED_MAX_TOKENS`` unless it sets
+    ``max_tokens`` or ``max_cost_usd`` (the file's own limits, higher or lower, always win)."""
+    limits = workflow.limits
+    defaulted = dataclasses.replace(
+        limits,
+        max_steps=SERVED_MAX_STEPS if limits.max_steps is None else limits.max_steps,
+        max_tokens=(
+            SERVED_MAX_TOKENS
+            if limits.max_tokens is None and limits.max_cost_usd is None
+            else limits.max_tokens
+        ),
+    )
+    return workflow if defaulted == limits else dataclasses.replace(workflow, limits=defaulted)
+
+
 def lowered_workflow(workflow: WorkflowConfig, chat: ChatRequest) -> WorkflowConfig:
     """The workflow with its shared budget lowered by the request (never raised): ``max_tokens``
     lowers ``limits.max_tokens`` (every token its steps use), ``limits.timeout_s`` its
@@ -141,7 +172,7 @@ def open_workflow_run(
         served,
         holder,
         text=text,
-        workflow=lowered_workflow(served.workflow, chat),
+        workflow=lowered_workflow(served_workflow(served.workflow), chat),
         settings=holder.settings,
         output=chat.output if own is None else None,
         answer_tool=chat.answer_tool,
@@ -187,7 +218,7 @@ class WorkflowRun(RequestRun):
         self.json_answer = json_answer
         """The answer must be JSON (an ``output_schema``, a ``response_format``): notes stay out of it."""
         self.secrets = frozenset().union(*(config.secrets for config in served.configs.values()))
-        self._redact = Redactor(self.secrets)
+        self._redact = outward_redactor(self.secrets)
         self._stop = asyncio.Event()
 
     async def start(self) -> None:
@@ -249,7 +280,7 @@ class WorkflowRun(RequestRun):
             return
         finally:
             record.close()  # the engine closes it; not when it had to be cancelled
-        self._finish(result)
+        await self._finish(result)
 
     async def _supervise(self, engine: WorkflowEngine) -> WorkflowResult:
         """Run ``engine`` to its end; ``cancel`` (or this task's cancellation) interrupts it."""
@@ -279,7 +310,7 @@ class WorkflowRun(RequestRun):
             with contextlib.suppress(BaseException):
                 await running
 
-    def _finish(self, result: WorkflowResult) -> None:
+    async def _finish(self, result: WorkflowResult) -> None:
         """The answer, or the error, of a run that ended."""
         usage, code = result.usage, result.exit_code
         notes = [self._clean(note) for note in result.notes]
@@ -287,11 +318,12 @@ class WorkflowRun(RequestRun):
             self._put(EndPiece("stop", (), usage, ApiError(499, "the run was interrupted"), structured=True))
             return
         if code == 1 or (code == 3 and result.output is None):
-            self._put(EndPiece("stop", (), usage, self._failure(code, notes), structured=True))
+            error = self._failure(code, notes, transient=result.transient)
+            self._put(EndPiece("stop", (), usage, error, structured=True))
             return
-        value, problem = self._checked(result.output)
+        value, problem = await self._checked(result.output)
         if problem is not None:
-            error = ApiError(502, problem, type="server_error", code="output_invalid")
+            error = ApiError(502, problem, type="server_error", code="output_invalid", retry=False)
             self._put(EndPiece("stop", (), usage, error, structured=True))
             return
         structured = self.json_answer or not isinstance(value, str | None)
@@ -312,38 +344,75 @@ class WorkflowRun(RequestRun):
             errors = list(exc) if isinstance(exc, ConfigErrors) else [exc]
             why = self._clean("; ".join(str(error) for error in errors[:3]))
             return ApiError(
-                500, f"workflow {self.name} could not run: {why}", type="server_error", code="workflow_error"
+                500,
+                f"workflow {self.name} could not run: {why}",
+                type="server_error",
+                code="workflow_error",
+                retry=False,
             )
         log.exception("workflow %s: the run failed", self.name, exc_info=exc)
-        return ApiError(500, f"internal error: {type(exc).__name__}", type="server_error")
+        return ApiError(500, f"internal error: {type(exc).__name__}", type="server_error", retry=False)
 
-    def _failure(self, code: int, notes: list[str]) -> ApiError:
+    def _failure(self, code: int, notes: list[str], *, transient: bool = False) -> ApiError:
+        """The error of a run that stopped: at a limit (never worth a retry), or failed (worth one
+        only when a step's model failed in a way that may pass: 429, 5xx, network)."""
         why = "; ".join(notes) or "no reason recorded"
         if code == 3:
-            lowered = self.workflow.limits != self.served.workflow.limits
-            hint = " (the request's max_tokens or limits lowered the workflow's limits)" if lowered else ""
+            hint = self._limit_hint(why)
             return ApiError(
                 502,
                 f"workflow {self.name} stopped at a limit before it had an output: {why}{hint}",
                 type="server_error",
                 code="workflow_limit",
+                retry=False,
             )
         return ApiError(
-            502, f"workflow {self.name} failed: {why}", type="server_error", code="workflow_failed"
+            502,
+            f"workflow {self.name} failed: {why}",
+            type="server_error",
+            code="workflow_failed",
+            retry=None if transient else False,
         )
 
-    def _checked(self, value: Any) -> tuple[Any, str | None]:
-        """The output checked against the client's schema (a string is read as JSON first); the
-        value and why it does not match (None: it does, or there is no schema)."""
-        if self.output is None:
+    def _limit_hint(self, why: str) -> str:
+        """Whose limit stopped the run, when it was not the file's own: the server's default budget
+        (``served_workflow``), or the request's lowering of it."""
+        own = self.served.workflow.limits
+        defaulted = served_workflow(self.served.workflow).limits
+        for name in ("max_steps", "max_tokens"):
+            used = getattr(self.workflow.limits, name)
+            if getattr(own, name) is None and f"limits.{name}" in why and used == getattr(defaulted, name):
+                return (
+                    f" (the server's default limits.{name} for a served workflow that sets none; "
+                    f"set limits.{name} in the workflow to allow more)"
+                )
+        if self.workflow.limits != defaulted:
+            return " (the request's max_tokens or limits lowered the workflow's limits)"
+        return ""
+
+    async def _checked(self, value: Any) -> tuple[Any, str | None]:
+        """The output checked against the client's schema (a string is read as JSON first), off the
+        event loop when it is long; the value and why it does not match (None: it does, or there is
+        no schema)."""
+        output = self.output
+        if output is None:
             return value, None
+        return await check_off_loop(
+            lambda: self._check(output, value),
+            size=len(value) if isinstance(value, str) else 0,  # a value: tried on the loop for a few steps
+            late=lambda why: (value, f"the workflow's output does not match {output.where}: {why}"),
+        )
+
+    def _check(self, output: OutputSchema, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
-                return value, f"the workflow's output is not JSON ({exc.msg}); {self.output.where} wants JSON"
-        problems = self.output.problems(value)
+                return value, f"the workflow's output is not JSON ({exc.msg}); {output.where} wants JSON"
+            except RecursionError:
+                return value, f"the workflow's output nests too deeply to read; {output.where} wants JSON"
+        problems = output.problems(value)
         if problems:
             shown = self._clean("; ".join(problems))
-            return value, f"the workflow's output does not match {self.output.where}: {shown}"
+            return value, f"the workflow's output does not match {output.where}: {shown}"
         return value, None

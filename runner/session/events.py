@@ -93,6 +93,9 @@ class Note:
 
     text: str
     level: Literal["info", "warning", "error"] = "info"
+    #: ``model``: said by the model layer while the session waited on it (a retry and its wait):
+    #: progress for whoever watches, never part of an answer (``runner serve`` logs it).
+    source: Literal["session", "model"] = "session"
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,8 @@ class _Call:
         return None
 
     async def _permission(self, tool: Tool, arguments: dict[str, Any]) -> CallDecision | None:
-        match = self.parts.permissions.check(tool.name, arguments) if self.parts.permissions else None
+        permissions = self.parts.permissions
+        match = permissions.check(tool.name, arguments, paths=tool.path_view) if permissions else None
         verdict = match.verdict if match is not None else None
         if verdict == "deny":
             assert match is not None

@@ -257,6 +257,7 @@ class Session:
         # A client_tools turn goes on later; Ctrl+C in turn_post / loop_continue ends the run.
         if result.reason not in ("interrupted", "client_tools") and not await self._after_turn():
             result = dataclasses.replace(result, reason="interrupted")
+        conversation.event("turn_end", turn=conversation.turn, reason=result.reason)
         return result
 
     def _record_config(self) -> None:
@@ -531,7 +532,7 @@ class Session:
 
     def _model_notice(self, text: str) -> None:
         """What the model layer says while this session waits on it (a retry, its wait)."""
-        self.note(text, "warning")
+        self.sink(Note(text, "warning", source="model"))
 
     def record_event(self, name: str, **data: Any) -> None:
         """Write an event record to the transcript."""

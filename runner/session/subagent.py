@@ -62,7 +62,7 @@ def _forward(parent: Session | None, name: str) -> Callable[[LoopEvent], None]:
             mark = "✗" if event.result.is_error else "←"
             parent.sink(Note(f"[{name}] {mark} {event.result.name} {one_line(event.result.content, 120)}"))
         elif isinstance(event, Note):
-            parent.sink(Note(f"[{name}] {event.text}", event.level))
+            parent.sink(Note(f"[{name}] {event.text}", event.level, source=event.source))
 
     return sink
 

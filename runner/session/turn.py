@@ -243,7 +243,7 @@ class Turn:
         self.output = reply.content or ""
         plan = session.output_plan
         if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
-            verdict = plan.read(reply)
+            verdict = await plan.read_checked(reply)
             if verdict is not None:
                 ran = [started[c.id] for c in reply.tool_calls if c.id in started and c is not verdict.call]
                 results = {o.result.call_id: o.result for o in await gather_in_order(ran)} if ran else {}
@@ -309,10 +309,12 @@ class Turn:
         try:
             return await self._consume(events, started, streamed)
         finally:
-            for stream in (events, inner):
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            # Both, deterministically (not when the collector finds them): the inner stream holds the
+            # model's connection, and is closed even when closing the outer one fails.
+            try:
+                await _aclose(events)
+            finally:
+                await _aclose(inner)
 
     async def _consume(
         self,
@@ -462,3 +464,9 @@ class Turn:
     def render(self, source: TemplateSource, extra: dict[str, Any]) -> str:
         """Render an agent template with the session's variables."""
         return self.session.render(source, extra)
+
+
+async def _aclose(stream: object) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -19,7 +19,7 @@ import json
 import os
 import secrets as _secrets
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from runner import __version__
 from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
+from runner.redact import REDACTED, Redactor
 from runner.store.disk import LineFile, storage_error
 from runner.text import utf8
 
@@ -46,8 +47,6 @@ __all__ = [
     "read_transcript",
     "sessions_dir",
 ]
-
-REDACTED = "***"
 
 
 def new_session_id() -> str:
@@ -123,49 +122,6 @@ def git_signature(path: Path) -> tuple[int, ...]:
     return tuple(signature)
 
 
-class Redactor:
-    """Replaces every secret by ``***`` in text and in the strings of a record.
-
-    Besides the secret itself, its JSON-escaped forms are replaced, so a secret inside JSON text
-    (a tool's JSON output, a hook's payload) is caught too.
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            if not secret or len(secret) < 4:
-                continue
-            forms.add(secret)
-            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
-            forms.add(json.dumps(secret)[1:-1])
-        # Longest first, so a secret that contains another is replaced whole.
-        self.patterns = sorted(forms, key=len, reverse=True)
-        # How each form looks once a record holding it is serialized (escaped once more).
-        self._in_lines = forms | {json.dumps(f, ensure_ascii=False)[1:-1] for f in forms}
-
-    def __call__(self, text: str) -> str:
-        for pattern in self.patterns:
-            if pattern in text:
-                text = text.replace(pattern, REDACTED)
-        return text
-
-    def found_in(self, text: str) -> bool:
-        """Whether any form of any secret occurs in ``text`` (a fast check before redacting)."""
-        return any(pattern in text for pattern in self._in_lines)
-
-    def record(self, value: Any) -> Any:
-        """``value`` with every string in it (keys too) redacted; the structure is kept."""
-        if not self.patterns:
-            return value
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {self.record(k): self.record(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.record(item) for item in value]
-        return value
-
-
 @dataclass
 class TranscriptWriter:
     """Appends records to one session's JSONL file."""
@@ -237,6 +193,8 @@ class TranscriptWriter:
 
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+#: The events that decide a session's status: a turn that starts, and the ways one ends early.
+_TURN_STATUS = {"turn": "done", "error": "failed", "interrupt": "interrupted", "limit": "limit"}
 
 
 @dataclass
@@ -318,9 +276,10 @@ class Transcript:
     def status(self) -> str:
         """How the session's last turn ended: ``done``, ``failed``, ``interrupted`` or ``limit``.
 
-        ``interrupted`` also covers a process that died mid-turn (its history waits for the model).
-        A workflow's transcript says how its last run ended (``workflow_end``), ``interrupted``
-        when none ended it (the process died).
+        A turn is ``done`` only when it ended: a ``turn_end`` event (or, in files older than that
+        event, a history that does not wait for the model). ``interrupted`` covers a process that died
+        mid-turn, in its first model call too (its history waits for the model). A workflow's
+        transcript says how its last run ended (``workflow_end``), ``interrupted`` when none ended it.
         """
         if "workflow" in self.header:
             ends = [
@@ -329,20 +288,18 @@ class Transcript:
             if not ends or "status" not in ends[-1]:
                 return "interrupted"
             return {"ok": "done", "error": "failed"}.get(str(ends[-1]["status"]), str(ends[-1]["status"]))
-        status = "done"
+        status, unended = "done", False
         for record in self.events():
             name = record.get("event")
-            if name == "turn":
-                status = "done"
-            elif name == "error":
-                status = "failed"
-            elif name == "interrupt":
-                status = "interrupted"
-            elif name == "limit":
-                status = "limit"
+            if name in _TURN_STATUS:
+                status, unended = _TURN_STATUS[name], name == "turn"
+            elif name == "turn_end":
+                unended = False
         if status == "done":
             messages = self.messages()
-            if messages and (messages[-1].get("role") == "tool" or messages[-1].get("tool_calls")):
+            last = messages[-1] if messages else {}
+            waits = last.get("role") == "tool" or bool(last.get("tool_calls"))
+            if waits or (unended and last.get("role") == "user"):  # killed before the model answered
                 status = "interrupted"
         return status
 
@@ -405,6 +362,10 @@ def sessions_dir(home: Path) -> Path:
     return home / "sessions"
 
 
+#: How many of the sessions an ambiguous id prefix matches the error lists (the newest).
+AMBIGUOUS_SHOWN = 5
+
+
 def find_transcript(home: Path, session_id: str) -> Path:
     """The transcript of ``session_id`` (a unique prefix is enough)."""
     folder = sessions_dir(home)
@@ -415,7 +376,16 @@ def find_transcript(home: Path, session_id: str) -> Path:
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise RunnerError(f"session id '{session_id}' is ambiguous: " + ", ".join(p.stem for p in matches))
+        newest = [p.stem for p in reversed(matches[-AMBIGUOUS_SHOWN:])]
+        more = len(matches) - len(newest)
+        lines = [
+            f"session id '{session_id}' is ambiguous: {len(matches)} sessions begin with it"
+            + (f"; the {len(newest)} newest:" if more else ":"),
+            *(f"  {stem}" for stem in newest),
+            *([f"  ... and {more} more"] if more else []),
+            "give more of the id (runner sessions list shows them)",
+        ]
+        raise RunnerError("\n".join(lines))
     raise RunnerError(f"no session '{session_id}' in {folder}", hint="runner sessions list")
 
 

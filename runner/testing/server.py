@@ -32,6 +32,11 @@ class ScriptedServer:
     callable ``(body) -> dict``. ``script`` itself may be such a callable. ``repeat=True`` cycles the
     script forever. ``requests`` holds the parsed JSON bodies, ``peers`` the client address of each
     (one address for many requests: the client reused its connection).
+
+    Malformed answers, sent as they are: ``frames`` (a list of chunk dicts streamed as the stream's
+    ``data:`` events, then ``[DONE]``) and ``body`` (the whole answer of a request without
+    streaming). ``open_connections`` counts the client connections open right now (a kept-alive
+    idle one too): a client that leaks connections makes it grow.
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class ScriptedServer:
         self._repeat = repeat
         self._position = 0
         self._lock = threading.Lock()
+        self._open = 0
         # Binding happens in the constructor: once it returns, connections queue in the backlog.
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.scripted = self
@@ -77,6 +83,16 @@ class ScriptedServer:
     def base_url(self) -> str:
         """The OpenAI-style base URL, ``http://HOST:PORT/v1``."""
         return self.url + "/v1"
+
+    @property
+    def open_connections(self) -> int:
+        """How many client connections are open now (answering, or kept alive and idle)."""
+        with self._lock:
+            return self._open
+
+    def _opened(self, change: int) -> None:
+        with self._lock:
+            self._open += change
 
     def assert_complete(self) -> None:
         """Fail if scripted entries were never requested, or a request came after the script ended."""
@@ -154,6 +170,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests and benchmarks read stdout."""
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.scripted._opened(1)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.scripted._opened(-1)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.server.scripted.model, "object": "model", "created": 0, "owned_by": "runner"}
@@ -181,6 +207,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(status, str(step.get("error") or f"scripted error {status}"))
         elif body.get("stream"):
             self._send_stream(body, step)
+        elif "body" in step:
+            self._send_json(200, step["body"])
         else:
             self._send_json(200, self._completion(body, step))
 
@@ -203,7 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         delay = float(step.get("chunk_delay_s") or 0.0)
-        frames = [_sse(chunk) for chunk in self._chunks(body, step)] + [b"data: [DONE]\n\n"]
+        chunks = step["frames"] if "frames" in step else self._chunks(body, step)
+        frames = [_sse(chunk) for chunk in chunks] + [b"data: [DONE]\n\n"]
         if delay:
             for frame in frames:
                 self.wfile.write(_http_chunk(frame))

@@ -52,6 +52,9 @@ class Tool:
     #: Its call runs someone else's async code on the event loop (an async Python tool), which may
     #: ignore cancellation: the executor runs it in a task of its own that it can abandon.
     isolated: bool = False
+    #: How the tool reads a path argument (``path``, ``file``, ...): the path it will use, relative
+    #: to its root, stripped and resolved (None: it refuses the path). Permission rules match it.
+    path_view: Callable[[str], str | None] | None = None
     _definition: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

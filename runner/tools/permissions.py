@@ -24,18 +24,23 @@ Two kinds of argument are read for what they mean rather than as plain text:
 
   A **deny** or **ask** glob matches when it matches the whole line or any one command, tried with
   and without leading assignments, with the program's basename (``/bin/rm``, ``./rm``), and behind
-  wrappers and inside the scripts they run (``sudo rm``, ``xargs rm``, ``sh -c 'rm ..'``, ``eval``);
+  wrappers and inside the scripts they run (``sudo rm``, ``prlimit rm``, ``xargs rm``, ``sh -c 'rm ..'``,
+  ``eval``, ``ssh HOST rm``, ``tmux new 'rm ..'``; the list is ``runner.tools.shellwrappers``);
   an expansion may be anything, so ``$X -f V`` matches ``rm *``. A command that runs code no rule can
-  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob.
+  read (``sh file``, ``eval "$x"``, ``. file``, ``xargs sh -c``) matches every deny and ask glob; a
+  wrapper whose words cannot be read with certainty (``gdb``, ``tmux send-keys``, ``ssh -F``) also
+  keeps every allow glob away from its line.
   Globs keep their ``fnmatch`` meaning: ``rm *`` does not match a bare ``rm`` (add ``rm`` for that).
 
   A line the parser cannot read with certainty (here-documents, ``case``, functions, ``alias``,
   arithmetic, ``#`` inside a word, an unclosed quote, bash-only syntax) matches every deny and ask
   glob and no allow glob.
 - **Paths** (keys ``path``, ``file``, ``filename``, ``dir``, ``directory``, ``cwd``, ``root`` and
-  keys ending in ``_path``, ``_file`` or ``_dir``) are also compared after normalization: an allow
-  glob must match both the value as given and normalized (``docs/*`` does not allow
-  ``docs/../.env``); a deny glob matches either.
+  keys ending in ``_path``, ``_file`` or ``_dir``) are also compared after normalization, and, for a
+  tool that says how it reads paths (``Tool.path_view``: the ``files`` toolset), as the path the tool
+  will use: stripped of spaces, resolved (absolute paths into the root, ``/proc/self/cwd/...``,
+  symlinks) and relative to its root. An allow glob must match every form (``docs/*`` does not allow
+  ``docs/../.env``, nor ``docs/link`` when the link leads to ``.env``); a deny glob matches any.
 
 When several allow rules name the same command argument, a line is allowed when each of its commands
 matches one of them (``git *`` and ``ls *`` together allow ``ls && git status``).
@@ -50,7 +55,7 @@ import functools
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,7 +65,7 @@ from runner.errors import ConfigError
 if TYPE_CHECKING:  # the shell reader loads when a rule first judges a command line
     from runner.tools.shellwords import CommandLine
 
-__all__ = ["PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
+__all__ = ["PathView", "PermissionMatch", "Permissions", "Rule", "Verdict", "parse_pattern"]
 
 Verdict = Literal["allow", "ask", "deny"]
 
@@ -72,6 +77,9 @@ _COMMAND_KEYS = frozenset({"command", "cmd"})
 _PATH_KEYS = frozenset({"path", "file", "filename", "dir", "directory", "cwd", "root"})
 _PATH_SUFFIXES = ("_path", "_file", "_dir")
 
+#: A tool's ``path_view``: the path it will use for a path argument (None: it refuses it).
+PathView = Callable[[str], str | None]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -81,16 +89,30 @@ class Rule:
     name: str
     arguments: tuple[tuple[str, str], ...] = ()
 
-    def matches(self, tool_name: str, arguments: Mapping[str, Any], *, allow: bool = False) -> bool:
+    def matches(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        *,
+        allow: bool = False,
+        paths: PathView | None = None,
+    ) -> bool:
         """Whether this rule applies to a call of ``tool_name`` with ``arguments``.
 
-        ``allow`` asks the strict question of an allow rule (every command of a command line, the
-        path before and after normalization); otherwise any match counts (deny and ask rules).
+        ``allow`` asks the strict question of an allow rule (every command of a command line, every
+        form of a path); otherwise any match counts (deny and ask rules). ``paths`` is the tool's
+        ``path_view``.
         """
-        return self.matches_except(tool_name, arguments, allow=allow, skip=None)
+        return self.matches_except(tool_name, arguments, allow=allow, skip=None, paths=paths)
 
     def matches_except(
-        self, tool_name: str, arguments: Mapping[str, Any], *, allow: bool, skip: str | None
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        *,
+        allow: bool,
+        skip: str | None,
+        paths: PathView | None = None,
     ) -> bool:
         """Like ``matches``, but the glob on argument ``skip`` is left to the caller (several allow
         rules then share the commands of one line); it must still be present."""
@@ -99,7 +121,7 @@ class Rule:
         for key, glob in self.arguments:
             if key not in arguments:
                 return False
-            if key != skip and not _value_matches(key, arguments[key], glob, allow=allow):
+            if key != skip and not _value_matches(key, arguments[key], glob, allow=allow, paths=paths):
                 return False
         return True
 
@@ -156,15 +178,20 @@ class Permissions:
             "allow": tuple(parse_pattern(p) for p in spec.allow),
         }
 
-    def check(self, tool_name: str, arguments: Mapping[str, Any] | None = None) -> PermissionMatch | None:
-        """The strongest matching rule's verdict and pattern, or None when no rule matches."""
+    def check(
+        self, tool_name: str, arguments: Mapping[str, Any] | None = None, *, paths: PathView | None = None
+    ) -> PermissionMatch | None:
+        """The strongest matching rule's verdict and pattern, or None when no rule matches.
+
+        ``paths`` is the tool's ``path_view``: path arguments are judged as the tool will use them.
+        """
         args = arguments or {}
         for verdict in _ORDER:
             for rule in self._rules[verdict]:
-                if rule.matches(tool_name, args, allow=verdict == "allow"):
+                if rule.matches(tool_name, args, allow=verdict == "allow", paths=paths):
                     reason = _unread_reason(rule, args) if verdict != "allow" else None
                     return PermissionMatch(verdict, rule.pattern, reason)
-        return self._allowed_together(tool_name, args)
+        return self._allowed_together(tool_name, args, paths)
 
     def decide(self, tool_name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
         """``allow``, ``ask`` or ``deny`` for this call; None when no rule matched."""
@@ -176,7 +203,9 @@ class Permissions:
         found = self.check(tool_name, arguments)
         return found.pattern if found is not None else None
 
-    def _allowed_together(self, tool_name: str, args: Mapping[str, Any]) -> PermissionMatch | None:
+    def _allowed_together(
+        self, tool_name: str, args: Mapping[str, Any], paths: PathView | None
+    ) -> PermissionMatch | None:
         """An allow for a command line whose commands are each allowed by one of several rules."""
         for key in sorted(_COMMAND_KEYS):
             value = args.get(key)
@@ -186,7 +215,7 @@ class Permissions:
                 (rule, glob)
                 for rule in self._rules["allow"]
                 if (glob := rule.glob_for(key)) is not None
-                and rule.matches_except(tool_name, args, allow=True, skip=key)
+                and rule.matches_except(tool_name, args, allow=True, skip=key, paths=paths)
             ]
             if len(rules) < 2:
                 continue
@@ -200,15 +229,26 @@ class Permissions:
         return any(self._rules.values())
 
 
-def _value_matches(key: str, value: Any, glob: str, *, allow: bool) -> bool:
+def _value_matches(key: str, value: Any, glob: str, *, allow: bool, paths: PathView | None) -> bool:
     if isinstance(value, str) and key in _COMMAND_KEYS:
         return _command_matches(_line(value), value, glob, allow=allow)
     if isinstance(value, str) and value and (key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES)):
-        normalized = posixpath.normpath(value)
+        forms = _path_forms(value, paths)
         if allow:
-            return fnmatch.fnmatchcase(value, glob) and fnmatch.fnmatchcase(normalized, glob)
-        return fnmatch.fnmatchcase(value, glob) or fnmatch.fnmatchcase(normalized, glob)
+            return all(fnmatch.fnmatchcase(form, glob) for form in forms)
+        return any(fnmatch.fnmatchcase(form, glob) for form in forms)
     return fnmatch.fnmatchcase(_as_text(value), glob)
+
+
+def _path_forms(value: str, paths: PathView | None) -> list[str]:
+    """A path argument as given, normalized, and as the tool will use it (when it says)."""
+    forms = [value, posixpath.normpath(value)]
+    if paths is not None:
+        used = paths(value)
+        forms += [stripped := value.strip(), posixpath.normpath(stripped or ".")]
+        if used is not None:
+            forms.append(used)
+    return forms
 
 
 def _command_matches(line: CommandLine, raw: str, glob: str, *, allow: bool) -> bool:
@@ -232,6 +272,8 @@ def _allowing_globs(line: CommandLine, globs: list[str]) -> set[str] | None:
     from runner.tools.holeglob import must_match
     from runner.tools.shellwords import allow_text, is_neutral
 
+    if any(command.allow_blocker is not None for command in line.commands):
+        return None
     judged = [c for c in line.commands if not c.in_script and not is_neutral(c)]
     if not judged:
         return None

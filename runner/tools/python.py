@@ -36,7 +36,14 @@ from runner.tools.schema import clean_schema, inline_refs
 from runner.tools.sources import LoadedSource, SourceContext
 from runner.tools.threads import run_in_thread
 
-__all__ = ["CONTEXT_PARAMETERS", "load_source", "tool_from_function", "tools_from_module_path"]
+__all__ = [
+    "CONTEXT_PARAMETERS",
+    "json_default",
+    "load_source",
+    "parameter_schema",
+    "tool_from_function",
+    "tools_from_module_path",
+]
 
 _Injector = Callable[[RunContext], Any]
 
@@ -309,6 +316,19 @@ def _parameter_schema(
             "dataclasses or pydantic models",
         ) from None
     return adapter, inline_refs(schema)
+
+
+def parameter_schema(hint: Any, *, param_name: str, tool_name: str) -> dict[str, Any]:
+    """The JSON Schema a parameter typed ``hint`` gets in a tool built from a function.
+
+    ``runner diff`` builds the same schema from type hints it reads out of the source."""
+    return _parameter_schema(hint, param_name=param_name, tool_name=tool_name)[1]
+
+
+def json_default(value: Any) -> tuple[bool, Any]:
+    """Whether a parameter default appears in the schema (not None, has a JSON form), and as what."""
+    default = _json_default(value)
+    return default is not _NO_DEFAULT, default
 
 
 def _compat_typeddicts(tp: Any, seen: dict[int, Any]) -> Any:

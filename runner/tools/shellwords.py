@@ -3,14 +3,18 @@
 ``read_command_line`` parses a line the way ``/bin/sh`` does (:mod:`runner.tools.shellparse`) and
 looks into what its commands hand to another program to run:
 
-- **wrappers** (``sudo``, ``env``, ``command``, ``exec``, ``nohup``, ``time``, ``timeout``, ``xargs``,
-  ``nice`` ... and ``find -exec``): a deny or ask glob is also tried on every tail of such a command
-  (``sudo -u root rm x`` is tried as ``rm x`` too), since the wrapped command may start after
-  options whose values cannot be told from it;
+- **wrappers** (``sudo``, ``env``, ``prlimit``, ``setpriv``, ``nohup``, ``timeout``, ``xargs``,
+  ``eatmydata`` ... the reviewed list in :mod:`runner.tools.shellwrappers`, and ``find -exec``): a
+  deny or ask glob is also tried on every tail of such a command (``sudo -u root rm x`` is tried as
+  ``rm x`` too), since the wrapped command may start after options whose values cannot be told
+  from it;
 - **scripts**: ``sh -c '...'`` (any shell, also behind wrappers), ``eval``, ``trap``, ``watch``,
-  ``su -c``, ``flock -c``: a literal script is parsed and its commands listed (``in_script``); a
-  script the rules cannot read (``sh file``, ``sh`` reading stdin, ``eval "$x"``, ``. file``,
-  ``source``, ``env -S``, ``parallel``) makes the command ``opaque``.
+  ``su -c``, ``flock -c``, ``ssh HOST CMD`` (and ``-o ProxyCommand=``), ``tmux new CMD``, ``sg GROUP
+  CMD``: a literal script is parsed and its commands listed (``in_script``); a script the rules
+  cannot read (``sh file``, ``sh`` reading stdin, ``eval "$x"``, ``. file``, ``source``, ``env -S``,
+  ``parallel``) makes the command ``opaque``, and a wrapper whose words cannot be read with
+  certainty (``gdb``, ``screen -X``, an unknown ``ssh`` option, a tmux command not on the list) is
+  opaque and keeps every allow glob away from the line (``allow_blocker``).
 
 The texts a glob is tried on are built from words after quote removal (``"rm"``, ``r''m`` and
 ``\\rm`` are all ``rm``), joined by single spaces, without redirections; expansions are holes
@@ -24,27 +28,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from runner.tools.shellparse import HOLE, Hole, Part, SimpleCommand, Word, parse_line
+from runner.tools.shellwrappers import WRAPPERS, Scripts, command_scripts
 
 __all__ = ["Command", "CommandLine", "allow_text", "deny_texts", "is_neutral", "read_command_line"]
 
 Text = tuple[Part, ...]
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "fish", "rbash"})
-_WRAPPERS = frozenset(
-    {
-        "sudo", "doas", "env", "command", "builtin", "exec", "nohup", "nice", "time", "timeout",
-        "xargs", "setsid", "stdbuf", "ionice", "chrt", "taskset", "chroot", "unshare", "nsenter",
-        "strace", "ltrace", "flock", "watch", "busybox", "fakeroot", "firejail", "unbuffer", "chronic",
-        "systemd-run", "runuser", "su", "script", "sg", "catchsegv", "valgrind", "torsocks",
-        "proxychains", "proxychains4", "caffeinate", "bwrap", "cgexec", "numactl", "pkexec", "tsp",
-    }
-)  # fmt: skip
 _C_OPTION = frozenset({"su", "runuser", "flock", "script"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _OPAQUE = {
     ".": "'.' runs a file",
     "source": "source runs a file",
     "parallel": "parallel runs a shell",
+    "sem": "sem (GNU parallel) runs a shell",
     "alias": "an alias changes what later commands mean",
 }
 _FILLERS = frozenset({"xargs", "parallel"})  # they may fill a script in from their input (-I)
@@ -65,6 +62,8 @@ class Command:
     opaque: str | None = None
     #: Word indexes where the command a wrapper runs may start (0: the command itself).
     starts: tuple[int, ...] = (0,)
+    #: Why no allow glob may vouch for the line this command is in (a wrapper it cannot read), or None.
+    allow_blocker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,24 +97,26 @@ def _with_scripts(simple: SimpleCommand, *, depth: int) -> list[Command]:
     words = simple.words
     starts = _starts(words)
     opaque: str | None = None
+    blocker: str | None = None
     if len(starts) > _MAX_TAILS:  # every tail is a text to try: keep the work linear
         starts, opaque = (0,), "a wrapped command too long to judge"
     inner: list[Command] = []
     filled = False
     for start in starts:
-        scripts, why = _scripts(words, start)
-        opaque = opaque or why
-        if scripts and (filled or any("{}" in script for script in scripts)):
+        found = _scripts(words, start)
+        opaque = opaque or found.opaque
+        blocker = blocker or found.allow_blocker
+        if found.scripts and (filled or any("{}" in script for script in found.scripts)):
             opaque = opaque or "a script filled in from input (xargs, find)"
         filled = filled or program_name(words[start]) in _FILLERS
-        for script in scripts:
+        for script in found.scripts:
             if depth >= _MAX_SCRIPT_DEPTH:
                 opaque = opaque or "scripts nested too deeply"
                 break
             line = read_command_line(script, depth=depth + 1)
             opaque = opaque or (f"its script has {line.uncertain}" if line.uncertain else None)
             inner.extend(replace(command, in_script=True) for command in line.commands)
-    return [Command(simple, opaque=opaque, starts=starts), *inner]
+    return [Command(simple, opaque=opaque, starts=starts, allow_blocker=blocker), *inner]
 
 
 def _starts(words: Sequence[Word]) -> tuple[int, ...]:
@@ -126,7 +127,7 @@ def _starts(words: Sequence[Word]) -> tuple[int, ...]:
         if index not in starts:
             continue
         name = program_name(words[index])
-        if name is None or name in _WRAPPERS:  # an unknown program may be a wrapper too
+        if name is None or name in WRAPPERS:  # an unknown program may be a wrapper too
             starts.update(range(index + 1, len(words)))
             break
         if name == "find":
@@ -134,10 +135,18 @@ def _starts(words: Sequence[Word]) -> tuple[int, ...]:
     return tuple(sorted(starts))
 
 
-def _scripts(words: Sequence[Word], start: int) -> tuple[list[str], str | None]:
+def _scripts(words: Sequence[Word], start: int) -> Scripts:
     """The literal scripts the command starting at ``start`` hands to a shell, and why it is opaque."""
     name = program_name(words[start])
     rest = words[start + 1 :]
+    special = command_scripts(name, rest)
+    if special is not None:
+        return special
+    scripts, why = _shell_scripts(name, rest)
+    return Scripts(tuple(scripts), opaque=why)
+
+
+def _shell_scripts(name: str | None, rest: Sequence[Word]) -> tuple[list[str], str | None]:
     if name in _OPAQUE:
         return [], _OPAQUE[name]
     if name in _SHELLS or name in _C_OPTION:

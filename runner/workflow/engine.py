@@ -4,7 +4,8 @@ Steps run in order. An ``agent:`` step is a child ``Session`` (its own transcrip
 runtime, leased from ``WorkflowAgents`` (opened once per team agent, shared by every step that runs
 it; by every run, when the caller shares the pool); ``parallel:`` steps run
 at once (all finish before the next); ``for_each:`` runs its step per item, ``max_parallel`` in
-flight, outputs collected in order; ``loop:`` repeats its steps until ``until`` holds or
+flight, outputs collected in order, at most ``max_items`` of them (a longer list fails the step
+before any item starts); ``loop:`` repeats its steps until ``until`` holds or
 ``max_iterations`` (then status ``limit``: exit 3 with a note). ``when:`` false skips a step;
 ``on_error: stop`` ends the workflow (exit 1), ``continue`` records status ``error`` and goes on.
 
@@ -311,6 +312,12 @@ class WorkflowEngine:
         if not isinstance(items, list | tuple):
             kind = type(items).__name__
             return Outcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
+        if len(items) > step.max_items:  # refused before any item starts: nothing is spent on it
+            return Outcome(
+                "error",
+                error=f"for_each {step.for_each!r} gave {len(items)} items, more than its max_items "
+                f"({step.max_items}); no item was started (raise max_items on the step to allow more)",
+            )
         gate = asyncio.Semaphore(max(1, step.max_parallel))
         inner = step.step
 

@@ -89,8 +89,8 @@ def test_json_has_the_documented_shape(audit_repo: AuditRepo) -> None:
     assert data["version"] == 1
     assert set(data) == {
         "version", "agent", "file", "folder", "repository", "model", "python_modules", "commands",
-        "mcp_commands", "urls", "openapi_files", "fetch", "files", "shell", "permissions", "confirm",
-        "variables", "subagents",
+        "mcp_commands", "urls", "openapi_files", "template_files", "fetch", "files", "shell",
+        "permissions", "confirm", "variables", "subagents",
     }  # fmt: skip
     assert data["agent"] == "main" and data["repository"] == str(audit_repo.repo.resolve())
     assert data["model"] == {
@@ -313,3 +313,28 @@ def test_rev_audits_the_file_as_committed_not_the_work_tree(tmp_path: Path) -> N
         [runner, "audit", str(repo / "agent.yaml"), "--rev", "nope"], capture_output=True, text=True, env=env
     )
     assert missing.returncode == 2 and "no revision 'nope'" in missing.stderr
+
+
+def test_a_url_password_is_masked_whatever_the_variable_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    password = "hunter2-proxy-pw"
+    monkeypatch.setenv("PROXYPASS", password)
+    monkeypatch.chdir(tmp_path)
+    agent = tmp_path / "proxied.yaml"
+    agent.write_text(
+        "version: 1\nname: proxied\n"
+        "model: {id: openai/m, api_base: 'https://user:${PROXYPASS}@proxy.example/v1'}\n"
+        "tools:\n  - mcp: 'https://bot:${PROXYPASS}@mcp.example/mcp'\n"
+        "hooks:\n  turn_post:\n    - command: curl -s https://bob:${PROXYPASS}@h.example/x\n",
+        encoding="utf-8",
+    )
+    text, data = _audit(str(agent)), _json(agent)
+    assert text.exit_code == 0, text.output
+    for out in (text.output, json.dumps(data)):
+        assert password not in out
+    assert "api_base https://user:***@proxy.example/v1" in text.output
+    assert "tools[0]  mcp  https://bot:***@mcp.example/mcp" in text.output
+    assert "curl -s https://bob:***@h.example/x" in text.output
+    (variable,) = data["variables"]
+    assert variable["name"] == "PROXYPASS" and variable["secret"] is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -117,8 +118,11 @@ def test_a_spent_token_budget_starts_no_new_item_exit_3_and_a_rerun_continues(
     per_item = lines[0]["usage"]["total_tokens"]
     assert 0 < per_item < 150 <= per_item * 2
     assert [line["status"] for line in lines] == ["ok", "ok"]  # the second started under budget, finished
-    assert "batch stopped: the batch used" in result.stderr and "3 items not started" in result.stderr
+    assert "batch stopped: its budget was spent (--max-tokens 150); 3 items not started" in result.stderr
     summary = json.loads(result.stdout)
+    # issue 23 item 21: one token total in the summary (the stop's own count was a second one)
+    summary_lines = result.stderr[result.stderr.rindex("batch: 5 items") :]
+    assert re.findall(r"(\d+) tokens", summary_lines) == [str(summary["tokens"])]
     assert summary["not_started"] == 3 and summary["exit_code"] == 3 and summary["stopped"]
     result = cli("batch", str(agent), str(inputs), "-o", "out.jsonl", "-c", "1")
     assert result.returncode == 0

@@ -379,4 +379,5 @@ def test_max_cost_usd_counts_every_step_of_every_item_and_starts_no_new_workflow
     assert done.returncode == 3, done.stderr
     assert [line["id"] for line in read_out(tmp_path / "out.jsonl")] == [1, 2]
     assert models.calls == {"gpt-4o-mini": 2, "gpt-4o": 2}
-    assert "batch stopped: the batch cost $" in done.stderr and "3 items not started" in done.stderr
+    assert "batch stopped: its budget was spent (--max-cost-usd " in done.stderr
+    assert "3 items not started" in done.stderr

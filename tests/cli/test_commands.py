@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typer.testing import Result
 
 from runner import __version__
 from runner.agentfile import check_file, load_agent
+from runner.cli import main
 from runner.resources import data_dir
 
 Invoke = Callable[..., Result]
@@ -126,6 +128,8 @@ def test_schema_with_an_unknown_name_exits_2(cli: Invoke) -> None:
     result = cli("schema", "nope")
     assert result.exit_code == 2
     assert "no schema named 'nope'" in result.output
+    # issue 23 item 21: the hint named only `agent`
+    assert "the schemas are: agent, cassette, transcript" in result.output
 
 
 # --- init -------------------------------------------------------------------------------------------
@@ -186,6 +190,28 @@ def test_init_refuses_an_invalid_name(cli: Invoke, tmp_path: Path, monkeypatch: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_init_in_a_folder_with_a_space_prints_commands_to_copy_and_passes_ruff(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 23 item 21: "runner validate my agent/agent.yaml" ran on two paths; the test's
+    # E402 suppression comment is unused (ruff allows imports after sys.path.insert), so RUF100 failed
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    result = cli("init", "my agent")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "created 'my agent/agent.yaml'"
+    assert lines[4] == "next: runner validate 'my agent/agent.yaml' && runner render 'my agent/agent.yaml'"
+    ruff = Path(sys.executable).parent / "ruff"
+    for config in (["--isolated", "--select", "E,F,I,RUF100"], []):  # ruff's defaults; this repository's
+        checked = subprocess.run(
+            [str(ruff), "check", *config, "."], cwd=tmp_path / "my agent", capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stdout
+
+
 # --- version ----------------------------------------------------------------------------------------
 
 
@@ -193,3 +219,51 @@ def test_version_option_prints_the_version(cli: Invoke) -> None:
     result = cli("--version")
     assert result.exit_code == 0
     assert result.output == f"runner {__version__}\n"
+
+
+# --- the top-level help -------------------------------------------------------------------------------
+
+
+def _commands_panel(output: str) -> list[tuple[str, list[str]]]:
+    """The rows of the help's Commands box: each command with the lines of its description."""
+    rows: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in output.splitlines():
+        if "Commands" in line and line.lstrip().startswith("╭"):
+            inside = True
+            continue
+        if not inside or line.lstrip().startswith("╰"):
+            inside = False
+            continue
+        body = line.strip().strip("│").rstrip()
+        name, text = body[1:10].strip(), body[11:].strip()
+        if name:
+            rows.append((name, [text]))
+        elif rows:
+            rows[-1][1].append(text)
+    return rows
+
+
+@pytest.mark.parametrize("columns", ["80", "100", "140"])
+def test_help_lists_commands_in_the_order_they_are_used(cli: Invoke, columns: str) -> None:
+    # issue 23 item 21: they came in registration order (validate, schema, render, init, ...)
+    result = cli("--help", env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    names = [name for name, _ in _commands_panel(result.output)]
+    assert names[:6] == ["init", "validate", "render", "tools", "run", "test"]
+    registered = [c.name or getattr(c.callback, "__name__", "") for c in main.app.registered_commands]
+    assert sorted(names) == sorted(registered)  # every command is listed, once
+
+
+@pytest.mark.parametrize("columns", ["80", "100", "140"])
+def test_help_wraps_every_description_as_one_paragraph(cli: Invoke, columns: str) -> None:
+    # issue 23 item 21: diff's two-line docstring summary broke its row after "limits,"
+    result = cli("--help", env={"COLUMNS": columns})
+    rows = _commands_panel(result.output)
+    width = max(len(text) for _, lines in rows for text in lines)
+    for name, lines in rows:
+        for line, after in itertools.pairwise(lines):
+            next_word = after.split()[0]
+            assert len(line) + 1 + len(next_word) > width, f"{name}: broken after {line!r}"
+    diff = next(" ".join(lines) for name, lines in rows if name == "diff")
+    assert "every agent and the workflow" in diff

@@ -77,6 +77,10 @@ def test_repl_commands_run_on_the_session_thread(
     assert threads == dict.fromkeys(
         ("undo", "set_variables", "clear_queue", "run", "switch_model"), "runner-session"
     )
+    # issue 23 item 21: the chat began without a word
+    assert (
+        written[0] == "chatting with chat (openai/scripted): /help lists the commands, /exit or Ctrl+D leaves"
+    )
     assert "dropped 2 messages" in written
     assert any(line.startswith("^C (cleared 0 queued messages") for line in written)
     _, second = server.requests

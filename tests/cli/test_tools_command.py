@@ -130,3 +130,31 @@ def test_the_table_shows_each_tools_summary_cut_at_a_word(tmp_path: Path) -> Non
     assert summary.endswith("…") and "table leaves out" not in row
     assert LONG_FIRST_LINE.startswith(summary[:-1]) and len(summary) <= 80
     assert LONG_FIRST_LINE[len(summary) - 1] == " "  # cut between words
+
+
+def test_validate_warns_of_an_mcp_command_not_on_path(tmp_path: Path) -> None:
+    # issue 23 item 21: validate said ok; the server failed only when a run started it
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "version: 1\nname: c\nmodel: openai/x\ntools:\n"
+        "  - mcp: {command: surely-not-an-mcp-server-command}\n    id: ghost\n"
+        "  - mcp: {command: python3}\n"
+    )
+    result = CliRunner().invoke(app, ["validate", str(agent)])
+    assert result.exit_code == 0, result.output  # a warning: the file is valid
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {agent}:5:20: tools[0].mcp.command: 'surely-not-an-mcp-server-command' is not found"
+        " on PATH: this MCP server will not start here (hint: install it, or give its full path;"
+        " runner tools --check tries to start it)"
+    ]
+    assert "ok (c)" in result.output
+
+
+def test_tools_of_an_agent_without_tools_says_so(tmp_path: Path) -> None:
+    # issue 23 item 21: a bare "name  source  description" header
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("version: 1\nname: c\nmodel: openai/x\n")
+    result = CliRunner().invoke(app, ["tools", str(agent)], env={"RUNNER_HOME": str(tmp_path / "h")})
+    assert result.exit_code == 0, result.output
+    assert result.output == "c has no tools: its file has no `tools:`\n"

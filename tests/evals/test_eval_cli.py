@@ -329,3 +329,46 @@ def test_a_judge_that_cannot_be_reached_makes_errors(cli: Cli, serve: Any, tmp_p
     capital, polite = _json(result)["cases"]
     assert capital["errors"] == 0 and (polite["errors"], polite["failures"], polite["passes"]) == (2, 0, 0)
     assert polite["problems"][0]["problem"].startswith("the judge failed:")
+
+
+BLOCKING_TOOLS = '''
+def lookup(city: str) -> str:
+    """The capital's country (once the test lets it: it reads the named pipe RELEASE first)."""
+    with open(RELEASE) as pipe:
+        pipe.read()
+    return "France"
+'''
+
+
+def test_progress_shows_each_run_as_it_is_graded(cli: Cli, serve: Any, tmp_path: Path) -> None:
+    # issue 23 item 17: a blank screen until the table; each run's tool blocks until the test lets it
+    import os
+
+    release = tmp_path / "release"
+    os.mkfifo(release)
+    server = serve(
+        [{"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}, {"content": "Paris"}],
+        repeat=True,
+    )
+    cases = (
+        "evals:\n  - name: capital\n    input: capital of France\n    repeat: 2\n"
+        "    expect:\n      output_contains: Paris\n"
+    )
+    agent = write_agent(
+        tmp_path / "a",
+        agent_yaml(server.base_url, cases=cases, judge=False),
+        tools=f"RELEASE = {str(release)!r}\n" + BLOCKING_TOOLS,
+    )
+    process = cli.popen("eval", str(agent), "--concurrency", "1")
+    assert process.stderr is not None and process.stdout is not None
+    try:
+        assert process.stderr.readline() == "eval geo: 2 runs of 1 case, 1 at a time\n"  # the first run waits
+        release.write_text("go")  # opens once the first run's tool reads the pipe
+        assert process.stderr.readline().startswith("  1/2 capital#")  # while the second run waits
+        release.write_text("go")
+        assert process.stderr.readline().startswith("  2/2 capital#")
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.stdout.read().startswith("geo (a/agent.yaml), judge: none")

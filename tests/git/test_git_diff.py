@@ -156,8 +156,12 @@ def test_a_helper_module_of_a_tool_comes_from_the_same_side(cli: Cli, repo: Repo
     repo.write({"probe_helper.py": "DOC = 'work tree helper'\n"})
     agent = str(repo.path / "probe.yaml")
     for _ in range(2):  # either order of loading, in one process
-        data = json.loads(cli("diff", agent, "--json").stdout)
+        data = json.loads(cli("diff", agent, "--json", "--import-code").stdout)
+        assert data["compared"]["python"] == "imported"
         (change,) = data["tools"]["changed"]["version"]
         assert (change["before"], change["after"]) == ("committed helper", "work tree helper")
-        data = json.loads(cli("diff", "HEAD", "HEAD", agent, "--json").stdout)
+        data = json.loads(cli("diff", "HEAD", "HEAD", agent, "--json", "--import-code").stdout)
         assert data["same"] is True
+    # read from the source, a docstring set by code is not seen: the default says how it read them
+    data = json.loads(cli("diff", agent, "--json").stdout)
+    assert data["same"] is True and data["compared"]["python"] == "source"

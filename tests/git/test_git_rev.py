@@ -283,3 +283,19 @@ def test_a_module_cached_from_another_revision_does_not_stand_in_for_a_missing_o
         Agent.from_file(repo.path / "probe.yaml", rev="HEAD")
     assert "module 'probe_tools' is not in the repository at revision 'HEAD'" in str(caught.value)
     assert f"comes from revision {first[:12]}" in str(caught.value)
+
+
+def test_test_at_a_revision_names_the_cassette_by_its_path_in_the_repository(
+    cli: Cli, repo: Repo, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 23 item 21: the failure named $RUNNER_HOME/git/trees/<commit>/tree/tests/cassettes/...
+    agent = (
+        "version: 1\nname: t\nmodel: openai/x\ntests:\n  - name: adds\n    input: What is 2 + 3?\n"
+        "    cassette: tests/cassettes/adds.jsonl\n"
+    )
+    repo.commit({"agent.yaml": agent})
+    monkeypatch.chdir(repo.path)
+    result = cli("test", "agent.yaml", "--rev", "HEAD")
+    assert result.exit_code == 1
+    assert "cassette not found: tests/cassettes/adds.jsonl@HEAD" in result.stdout
+    assert str(home) not in result.output

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -116,6 +117,41 @@ HAND_WRITTEN = [
     "echo 'rm -f V' | xargs -I X sh -c X",
     "echo 'touch M' > s; find . -name s -exec sh {} \\;",
 ]
+
+#: Command-taking wrappers a Debian system ships (issue 23): each runs a forbidden program, for real,
+#: where the wrapper is installed here (on the oracle's PATH, /usr/bin and /bin).
+WRAPPED_BY_PROGRAM = [
+    ("prlimit", "prlimit --nofile=64 rm -f V"),
+    ("prlimit", "prlimit --nofile=64:64 -- touch M"),
+    ("setpriv", "setpriv --reuid=0 rm -f V"),
+    ("eatmydata", "eatmydata rm -f V"),
+    ("ssh", "ssh -o ProxyCommand='rm -f V' nowhere"),
+    ("ssh", "ssh -oProxyCommand=touch\\ M -p 22 nowhere ls"),
+    ("ssh", "ssh -o 'ProxyCommand touch M' nowhere"),
+    ("tmux", "tmux -S s new -d 'git status; rm -f V; tmux -S s wait-for -S d' \\; wait-for d"),
+    ("tmux", "tmux -S s new-session -d -s w 'touch M; tmux -S s wait-for -S d' \\; wait-for d"),
+    ("tmux", "tmux -c 'git status; touch M'"),
+    ("sg", "sg root 'git status; touch M'"),
+    ("sg", "sg root -c 'rm -f V'"),
+    ("gdb", "gdb -batch -ex 'shell touch M'"),
+    ("setsid", "setsid -w rm -f V"),
+    ("choom", "choom -n 0 -- rm -f V"),
+    ("setarch", "setarch x86_64 touch M"),
+    ("linux64", "linux64 rm -f V"),
+    ("ionice", "ionice -c 3 rm -f V"),
+    ("taskset", "taskset 1 touch M"),
+    ("chrt", "chrt -o 0 rm -f V"),
+    ("unshare", "unshare -U rm -f V"),
+    ("script", "script -qc 'git status; touch M' /dev/null"),
+    ("su", "su -c 'git status; rm -f V'"),
+    ("flock", "flock f rm -f V"),
+    ("strace", "strace -o /dev/null -f touch M"),
+    ("fakeroot", "fakeroot rm -f V"),
+    ("dbus-run-session", "dbus-run-session -- rm -f V"),
+    ("stdbuf", "stdbuf -o0 rm -f V"),
+    ("nice", "nice -n 1 touch M"),
+]
+WRAPPED = [line for program, line in WRAPPED_BY_PROGRAM if shutil.which(program, path="/usr/bin:/bin")]
 
 #: Lines whose forbidden part never runs (a branch not taken, a syntax error): judged all the same.
 JUDGED_ONLY = [
@@ -278,18 +314,18 @@ def _attacked(outcome: Outcome) -> bool:
     return bool(forbidden) or not outcome.victim_alive or bool(outcome.markers)
 
 
-@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN)
+@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + WRAPPED)
 def test_the_attacks_are_real_without_rules(open_oracle: Oracle, line: str) -> None:
     outcome = open_oracle.run(line + "\nwait")
     assert _attacked(outcome), f"the oracle must see this attack when nothing stops it: {outcome.result}"
 
 
-@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + JUDGED_ONLY)
+@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + WRAPPED + JUDGED_ONLY)
 def test_an_allow_rule_never_lets_anything_else_run(allow_oracle: Oracle, line: str) -> None:
     _held_allow(allow_oracle.run(line))
 
 
-@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + JUDGED_ONLY)
+@pytest.mark.parametrize("line", ISSUE_ATTACKS + HAND_WRITTEN + WRAPPED + JUDGED_ONLY)
 def test_a_deny_rule_holds_against_the_real_shell(deny_oracle: Oracle, line: str) -> None:
     _held_deny(deny_oracle.run(line + "\nwait"))
 

@@ -196,3 +196,50 @@ def test_the_workflow_is_named_by_its_own_name_else_the_team_files_else_the_file
     rendered = cli("render", str(path))
     assert rendered.exit_code == 0, rendered.output
     assert f"# workflow: {expected} " in rendered.stdout
+
+
+MULTI_LINE = """\
+version: 1
+agents:
+  writer:
+    model: openai/gpt-4o-mini
+workflow:
+  steps:
+    - id: review
+      loop:
+        max_iterations: 2
+        until: |-
+          steps.check.output
+          and iteration > 1
+        steps:
+          - id: check
+            agent: writer
+            when: |-
+              iteration
+              > 0
+    - id: last
+      agent: writer
+  output: |
+    Result:
+    {{ steps.last.output }}
+"""
+
+
+def test_multi_line_templates_and_expressions_keep_the_tree(cli: Invoke, tmp_path: Path) -> None:
+    # issue 23 item 21: a multi-line `until`, `when` or `output` broke the tree's lines
+    (tmp_path / "multi.yaml").write_text(MULTI_LINE, encoding="utf-8")
+    result = cli("render", "multi.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.output == textwrap.dedent(
+        """\
+        # workflow: multi (multi.yaml)
+        ├─ review: loop until steps.check.output and iteration > 1 (max_iterations 2) -> text
+        │  └─ check: agent writer -> text
+        │       when: iteration > 0
+        │       input: {{ input }}
+        └─ last: agent writer -> text
+             input: {{ input }}
+        output: Result:
+                {{ steps.last.output }}
+        """
+    )

@@ -79,7 +79,7 @@ PARALLEL = """workflow:
 """
 
 
-def test_b_four_parallel_steps_of_200_ms_take_well_under_four_times_200_ms(cli: Cli, tmp_path: Path) -> None:
+def test_b_four_parallel_steps_are_in_flight_at_once(cli: Cli, tmp_path: Path) -> None:
     models = Models(
         {"slow": lambda body: user_text(body) * 2, "joiner": lambda body: "joined " + user_text(body)}
     )
@@ -95,10 +95,7 @@ def test_b_four_parallel_steps_of_200_ms_take_well_under_four_times_200_ms(cli: 
     starts = [e["key"] for e in lines if e["type"] == "step_start"]
     assert starts[:1] == ["all"] and sorted(starts[1:5]) == ["all/a", "all/b", "all/c", "all/d"]
     assert ends["all"]["output"] == {"a": "aa", "b": "bb", "c": "cc", "d": "dd"}
-    assert models.most_in_flight == 4
-    # measured on the 2-core machine: about 0.22 s for the four (0.8 s run one after another)
-    print(f"four parallel 200 ms steps: {ends['all']['duration_s']:.3f} s")
-    assert ends["all"]["duration_s"] < 0.6, ends["all"]
+    assert models.most_in_flight == 4  # counted at the server: the four overlapped (no clock)
 
 
 LOOP = """workflow:
