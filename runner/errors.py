@@ -11,6 +11,7 @@ internal.
     ├── ModelError              the model could not be reached or answered badly
     ├── OutputError             the final answer never matched ``output:`` (exit code 1)
     ├── LimitReached            a limit or budget ended the turn (exit code 3)
+    ├── StorageError            a file the runner writes could not be written (disk full, read-only): .path
     └── Interrupted             Ctrl+C (exit code 130)
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "ModelError",
     "OutputError",
     "RunnerError",
+    "StorageError",
     "ToolError",
 ]
 
@@ -177,3 +179,12 @@ class Interrupted(RunnerError):
     """The user pressed Ctrl+C."""
 
     exit_code = 130
+
+
+class StorageError(RunnerError):
+    """A file the runner writes (a transcript, a batch's output) could not be written: a full disk,
+    a read-only folder, no permission. The message names the path; nothing half-written is left."""
+
+    def __init__(self, message: str, *, path: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path

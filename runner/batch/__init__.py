@@ -10,6 +10,8 @@ Module map:
 - ``budget``: ``BatchBudget`` (``max_cost_usd`` / ``max_tokens`` across the batch).
 - ``outfile``: the output file: resuming (what is done, what is refused), appending, putting it in order.
 - ``record``: ``ItemResult``, one line of the output file.
+- ``ray_backend`` / ``ray_actors`` / ``ray_reaper``: ``--backend ray`` (the driver's side, the
+  actors, and the local Ray's private folder with what reaps it after its driver dies).
 - ``workflow_item`` / ``workflow_batch``: a team file's workflow per item (``WorkflowItemRunner``,
   ``WorkflowBatch``): one pool of agents for the batch, one workflow engine per item.
 """

@@ -15,7 +15,8 @@ arrives; once one is spent, no new item starts, and those running finish within 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from runner.batch.item import ItemRunner
 from runner.batch.limiter import RateLimiter
 from runner.batch.models import batch_model
 from runner.batch.record import ItemResult
+from runner.errors import StorageError
 from runner.models.base import Model, Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
@@ -70,10 +72,18 @@ class BatchStats:
     transient_retries: int = 0
     item_seconds: float = 0.0
     """The items' run time, summed (its ratio to the wall time is the achieved concurrency)."""
+    phase: str | None = None
+    """What the batch is doing before its items can start (``starting a local Ray``); None once
+    they can (the progress display shows it, with the seconds since ``phase_since``)."""
+    phase_since: float = 0.0
 
     @property
     def finished(self) -> int:
         return self.ok + self.failed + self.limited
+
+    def enter(self, phase: str | None) -> None:
+        """Say what the batch does now, before its items start (None: they start)."""
+        self.phase, self.phase_since = phase, time.monotonic()
 
 
 @dataclass
@@ -189,7 +199,7 @@ class Batch:
         if runtime is not None:
             await runtime.aclose()
 
-    async def results(self) -> AsyncIterator[ItemResult]:
+    async def results(self) -> AsyncGenerator[ItemResult, None]:
         """Each item's result (in input order when ``ordered``); the runtime closes at the end."""
         await self.start()
         concurrency = max(1, self.limits.concurrency)
@@ -223,9 +233,10 @@ class Batch:
                 seq += 1
         except Exception as exc:  # the input's own error (duplicate ids, unreadable file)
             await flow.out.put(exc)
-        finally:
-            for _ in range(workers):
-                await flow.work.put(None)
+        # Not in a ``finally``: once cancelled, no worker takes from the queue any more, and a put
+        # into the full queue would hold the cancellation (and the command) forever.
+        for _ in range(workers):
+            await flow.work.put(None)
 
     async def _work(self, flow: _Flow) -> None:
         stats = self.stats
@@ -238,6 +249,9 @@ class Batch:
             stats.in_flight += 1
             try:
                 result = await self.run_item(item)
+            except StorageError as exc:  # a transcript cannot be written: the batch stops with it
+                await flow.out.put(exc)
+                return
             finally:
                 stats.in_flight -= 1
             stats.item_seconds += result.duration_s

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.errors import ConfigError
-from runner.text import valid_text
+from runner.text import one_line, valid_text
 
 __all__ = ["BatchItem", "DuplicateIds", "check_unique", "input_hash", "item_key", "parse_lines"]
 
@@ -57,17 +58,58 @@ def _malformed(line: int, raw: str, why: str) -> BatchItem:
     return BatchItem(line, line, sha256=digest, problem=f"input line {line}: {why}")
 
 
+#: How deep an input line may nest (``vars`` holding objects in lists in ...): deeper lines fail
+#: alone, at the same depth wherever they are read (Python's decoder would fail at a depth that
+#: depends on its own stack).
+MAX_DEPTH = 100
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _depth(raw: str) -> int:
+    """How deep ``raw`` nests (0 when it cannot nest past ``MAX_DEPTH``: the common case, at once)."""
+    if raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return 0
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", raw)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def parse_item(line: int, raw: str) -> BatchItem:
-    """The item of one input line (``problem`` set when the line is not a usable item)."""
+    """The item of one input line (``problem`` set when the line is not a usable item).
+
+    Whatever the line holds, it never raises: a number too long for Python (over 4300 digits),
+    ``NaN`` / ``Infinity``, nesting deeper than ``MAX_DEPTH``, any other line the decoder refuses,
+    and a value its checks trip on make that one item fail with its line number.
+    """
+    if (depth := _depth(raw)) > MAX_DEPTH:
+        return _malformed(line, raw, f"nested {depth} levels deep (at most {MAX_DEPTH})")
     try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        return _malformed(line, raw, f"not JSON ({exc.__class__.__name__}: {str(exc)[:120]})")
+        value = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, the int-digits limit, NaN
+        return _malformed(line, raw, f"not JSON ({exc.__class__.__name__}: {one_line(str(exc), 120)})")
     return item_of(line, value, raw=raw)
 
 
 def item_of(line: int, value: Any, *, raw: str | None = None) -> BatchItem:
-    """The item of one decoded input (a string, or an object with ``input``, ``id``, ``vars``)."""
+    """The item of one decoded input (a string, or an object with ``input``, ``id``, ``vars``);
+    never raises: a value that cannot be hashed (not JSON, an int too long to write, a cycle)
+    makes the item fail with its line number."""
+    try:
+        return _item_of(line, value, raw=raw)
+    except (ValueError, TypeError, RecursionError) as exc:
+        why = f"cannot be used ({exc.__class__.__name__}: {one_line(str(exc), 120)})"
+        return _malformed(line, raw if raw is not None else f"<input {line}>", why)
+
+
+def _item_of(line: int, value: Any, *, raw: str | None) -> BatchItem:
     raw = raw if raw is not None else json.dumps(value, default=str)
     if isinstance(value, str):
         prompt = valid_text(value)
@@ -89,6 +131,8 @@ def _checked(line: int, raw: str, text: str, variables: Any, item_id: Any) -> Ba
     if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or item_id == "":
         return _malformed(line, raw, "'id' must be a non-empty string or an integer")
     text = valid_text(text)
+    if isinstance(item_id, str):
+        item_id = valid_text(item_id)  # written as such: a rerun must find it under the same id
     return BatchItem(line, item_id, text, variables, input_hash(text, variables))
 
 

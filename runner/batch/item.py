@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.batch.inputs import BatchItem
 from runner.batch.record import ItemResult
-from runner.errors import ModelError, RunnerError
+from runner.errors import ModelError, RunnerError, StorageError
 from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.session import RunOptions, RunResult, Session
@@ -75,7 +75,11 @@ class ItemRunnerBase:
         raise NotImplementedError
 
     async def run(self, item: BatchItem) -> ItemResult:
-        """Run ``item`` (with retries of transient failures); never raises for the item's own errors."""
+        """Run ``item`` (with retries of transient failures); never raises for the item's own errors.
+
+        A ``StorageError`` (its transcript cannot be written: a full disk, a read-only folder)
+        is not the item's: it raises, and the batch stops with it.
+        """
         started = time.monotonic()
         result = self._result(item, status="error", error=item.problem, attempts=0)
         if item.problem is None:
@@ -157,6 +161,8 @@ class ItemRunner(ItemRunnerBase):
                 return self._failed(item, seen, attempt, "interrupted before it started")
             run = await session.run([item.input])
             return self._finished(item, run, attempt, seen.tools)
+        except StorageError:
+            raise  # a transcript that cannot be written: the batch's problem, not this item's
         except RunnerError as exc:
             return self._failed(item, seen, attempt, str(exc), transient=is_transient(exc))
         except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on

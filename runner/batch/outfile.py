@@ -7,11 +7,13 @@ When the batch ends, the file is put in input order by one atomic rewrite (unles
 A rerun (``OutFile.resume``) reads the file first:
 
 - an ``ok`` line whose id, input hash and agent hash match the input is kept, and its item skipped;
-- any other line of an input item (``error``, ``limit``) is dropped: that item runs again;
+- a line that did not end ok (``error``, ``limit``) is dropped whatever input or agent file it was
+  run with, and its item (if the input still has its id) runs again: fix a line, rerun, no
+  ``force`` needed;
 - a torn last line (a kill mid-write) is dropped;
-- a line from another agent file, of an id the input does not have, or with another input under
-  its id, means the file belongs to another batch: refused (``ConfigError``, exit 2), unless
-  ``force``, which drops those lines.
+- an ``ok`` line from another agent file, of an id the input does not have, or with another input
+  under its id, means the file belongs to another batch (its paid answers would be lost): refused
+  (``ConfigError``, exit 2), unless ``force``, which drops those lines.
 
 Dropping is one rewrite to a temporary file and ``os.replace``: at every moment the file on disk
 holds at most one line per item, and never loses an ``ok`` one.
@@ -30,7 +32,8 @@ from typing import IO, Any
 from runner.batch.inputs import BatchItem, item_key
 from runner.batch.record import ItemResult
 from runner.errors import ConfigError
-from runner.text import valid_record
+from runner.store.disk import LineFile, check_writable, replace_atomically, storage_error
+from runner.text import utf8, valid_record
 
 __all__ = ["InputIndex", "OutFile"]
 
@@ -59,7 +62,7 @@ class OutFile:
     kept: int = 0
     dropped: int = 0
     """Lines dropped by ``resume`` (failed or limited items, a torn line, lines ``force`` set aside)."""
-    _file: IO[str] | None = None
+    _file: LineFile | None = None
 
     def skip(self, item: BatchItem) -> bool:
         """Whether ``item`` is already ``ok`` in the file (same id, same input)."""
@@ -69,6 +72,12 @@ class OutFile:
 
     def resume(self, index: InputIndex, *, agent_sha256: str, force: bool = False) -> None:
         """Read what the file holds; refuse one of another batch; drop what will run again."""
+        try:
+            self._resume(index, agent_sha256=agent_sha256, force=force)
+        except OSError as exc:  # unreadable (a write fails as StorageError already)
+            raise storage_error(exc, self.path, what="the batch output", verb="read") from None
+
+    def _resume(self, index: InputIndex, *, agent_sha256: str, force: bool) -> None:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         keep: set[int] = set()  # the numbers of the lines kept (their text stays in the file)
@@ -76,6 +85,8 @@ class OutFile:
         total = 0
         for number, _, record in _lines(self.path):
             total += 1
+            if _did_not_end_ok(record):
+                continue  # dropped whatever it was run with: fix-and-rerun needs no --force
             why = _foreign(record, index, agent_sha256)
             if why is not None:
                 foreign.append(f"line {number}: {why}")
@@ -89,8 +100,8 @@ class OutFile:
             more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
             raise ConfigError(
                 f"{self.path} is the output of another batch: {foreign[0]}{more}",
-                hint="give another -o, or --force to run those items again and drop the lines that "
-                "do not belong",
+                hint="give another -o, or --force to drop those lines and run their items again (with "
+                "their input as it is now)",
             )
         self.kept = len(keep)
         if total != len(keep) or not _ends_with_newline(self.path):
@@ -100,27 +111,32 @@ class OutFile:
 
     # ----------------------------------------------------------------- writing
 
+    def check(self) -> None:
+        """Refuse (``StorageError``) an output file that cannot be written, before anything runs:
+        its folder must take a new file (the ordered rewrite needs one beside it) and the file
+        itself must open for appending."""
+        check_writable(self.path.parent, what="the batch output's folder")
+        if self.path.exists():
+            probe = LineFile(self.path, what="the batch output")
+            probe.open()
+            probe.close()
+
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = LineFile(self.path, what="the batch output", fsync=self.fsync)
+        self._file.open()
 
     def write(self, result: ItemResult) -> None:
-        """Append one item's line, flushed (fsynced with ``fsync``)."""
+        """Append one item's line, flushed (fsynced with ``fsync``); whole or not at all."""
         assert self._file is not None
         record = valid_record(result.as_record())
         if self.redact is not None:
             record = self.redact(record)
-        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
+        self._file.write(utf8(json.dumps(record, ensure_ascii=False, default=str) + "\n"))
 
     def close(self) -> None:
-        if self._file is not None:
-            if self.fsync:
-                os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
     def put_in_order(self, index: InputIndex) -> bool:
         """Rewrite the file in input order if it is not (one atomic replace); whether it did.
@@ -136,23 +152,25 @@ class OutFile:
                 offset += len(raw)
         if all(a[0] <= b[0] for a, b in itertools.pairwise(spans)):
             return False
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with self.path.open("rb") as source, temporary.open("wb") as target:
-            for _, start, length in sorted(spans):
-                source.seek(start)
-                line = source.read(length)
-                target.write(line if line.endswith(b"\n") else line + b"\n")
-            target.flush()
-            if self.fsync:
-                os.fsync(target.fileno())
-        os.replace(temporary, self.path)
+        with self.path.open("rb") as source:
+            replace_atomically(
+                self.path, _spans(source, sorted(spans)), what="the batch output", fsync=self.fsync
+            )
         return True
+
+
+def _spans(source: IO[bytes], spans: Iterable[tuple[int, int, int]]) -> Iterator[bytes]:
+    """The lines of ``source`` at ``spans`` ``(order, offset, length)``, each ending with a newline."""
+    for _, start, length in spans:
+        source.seek(start)
+        line = source.read(length)
+        yield line if line.endswith(b"\n") else line + b"\n"
 
 
 def _record(raw: bytes) -> dict[str, Any]:
     try:
         record = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, a number too long, too deep
         return {}
     return record if isinstance(record, dict) else {}
 
@@ -165,11 +183,18 @@ def _lines(path: Path) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, a number too long, too deep
                 record = None
             if record is None and not line.endswith("\n"):
                 return  # a torn last line: what a kill mid-write leaves
             yield number, line if line.endswith("\n") else line + "\n", record
+
+
+def _did_not_end_ok(record: dict[str, Any] | None) -> bool:
+    """A batch line of an item that did not end ``ok``: nothing of value is lost when it goes."""
+    if not isinstance(record, dict) or "id" not in record or "input_sha256" not in record:
+        return False
+    return record.get("status") != "ok"
 
 
 def _foreign(record: dict[str, Any] | None, index: InputIndex, agent_sha256: str) -> str | None:
@@ -182,7 +207,7 @@ def _foreign(record: dict[str, Any] | None, index: InputIndex, agent_sha256: str
     if entry is None:
         return f"id {record['id']!r} is not in the input"
     if entry[1] != record["input_sha256"]:
-        return f"id {record['id']!r} has another input now (input line {entry[0]})"
+        return f"id {record['id']!r} ended ok with another input (input line {entry[0]} changed since)"
     return None
 
 
@@ -193,10 +218,5 @@ def _ends_with_newline(path: Path) -> bool:
 
 
 def _replace(path: Path, lines: Iterable[str], *, fsync: bool) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8", errors="surrogateescape") as file:
-        file.writelines(lines)
-        file.flush()
-        if fsync:
-            os.fsync(file.fileno())
-    os.replace(temporary, path)
+    chunks = (line.encode("utf-8", "surrogateescape") for line in lines)
+    replace_atomically(path, chunks, what="the batch output", fsync=fsync)

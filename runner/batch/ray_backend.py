@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import logging
 import os
 import shutil
 import socket
-import tempfile
+import subprocess
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -35,8 +36,9 @@ from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
 from runner.batch.ray_actors import ItemActor, LimiterActor
+from runner.batch.ray_reaper import GRACE_S, make_folder, reap_stale, watch
 from runner.batch.record import ItemResult
-from runner.errors import ConfigError, RunnerError
+from runner.errors import ConfigError, RunnerError, StorageError
 from runner.models.base import Usage
 from runner.store.transcript import file_sha256
 
@@ -189,7 +191,8 @@ class RayBatch(Batch):
         #: Actors seen unavailable (restarting), until when they are passed over.
         self._down: dict[int, float] = {}
         self._limiter_actor: Any = None
-        self._temp_dir: str | None = None  # the local Ray's (none with --address)
+        self._folder: Path | None = None  # the local Ray's private folder (none with --address)
+        self._watcher: subprocess.Popen[bytes] | None = None  # reaps it if this process dies
 
     def interrupt(self) -> None:
         super().interrupt()
@@ -215,6 +218,8 @@ class RayBatch(Batch):
         }
         # ray.init took the job's runtime_env; the caller's own Ray session keeps its job's
         # working_dir, and the actors get the variables
+        where = f"connecting to the Ray cluster at {self.address}" if self.address else "starting a local Ray"
+        self.stats.enter(where)
         ours = self._connect(ray, runtime_env)
         runtime_env = {} if ours else {"env_vars": runtime_env["env_vars"]}
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -247,7 +252,9 @@ class RayBatch(Batch):
                 )
             )
             self._busy.append(0)
+        self.stats.enter(f"starting {self.actors} Ray actor{'s' if self.actors > 1 else ''}")
         await self._ready(ray)
+        self.stats.enter(None)
         if self.interrupted:
             self.interrupt()
 
@@ -267,16 +274,8 @@ class RayBatch(Batch):
             if self.address is not None:
                 probe(self.address)
                 ray.init(address=self.address, **options)
-            else:  # a private temp dir: nothing shared with another Ray of this machine's user
-                self._temp_dir = tempfile.mkdtemp(
-                    prefix="runner-ray-", dir="/tmp" if os.name == "posix" else None
-                )
-                ray.init(
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    _temp_dir=self._temp_dir,
-                    **options,
-                )
+            else:
+                self._start_local(ray, options)
         except RunnerError:
             raise
         except Exception as exc:
@@ -289,6 +288,17 @@ class RayBatch(Batch):
             ) from None
         self._connected = True
         return True
+
+    def _start_local(self, ray: Any, options: dict[str, Any]) -> None:
+        """A local Ray in a private folder (0700: nothing shared with another Ray or user of this
+        machine), reaped if this process dies; without the dashboard's API server process."""
+        reap_stale()  # what drivers killed before left behind
+        self._folder, temp_dir = make_folder()
+        self._watcher = watch(self._folder)
+        with _no_api_server():
+            ray.init(
+                include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=str(temp_dir), **options
+            )
 
     async def _ready(self, ray: Any) -> None:
         try:
@@ -354,6 +364,9 @@ class RayBatch(Batch):
                 log.warning("batch item %s: its Ray worker died (%s); sending it again", item.id, lost)
                 continue
             except ray.exceptions.RayError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, StorageError):  # a transcript cannot be written: the batch stops
+                    raise StorageError(cause.message, path=cause.path, hint=cause.hint) from None
                 return self._failed(item, started, f"the Ray worker failed: {_first_line(exc)}")
             finally:
                 self._busy[index] -= 1
@@ -399,9 +412,39 @@ class RayBatch(Batch):
         if self._connected:
             self._connected = False
             ray.shutdown()
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
+        folder, self._folder = self._folder, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:  # its stdin closes: it reaps what is left (nothing, normally) and ends
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                assert watcher.stdin is not None
+                watcher.stdin.close()
+                watcher.wait(timeout=GRACE_S * 2 + 5)
+
+
+@contextlib.contextmanager
+def _no_api_server() -> Iterator[None]:
+    """Start no dashboard process: with ``include_dashboard=False`` Ray 2.x still starts its API
+    server (``dashboard.py --minimal``, for usage statistics, which are off here); the batch needs
+    none of it. Only while this process starts its own Ray; Ray's node keeps running without it."""
+    try:
+        node: Any = importlib.import_module("ray._private.node")
+    except ImportError:
+        node = None
+    original = getattr(getattr(node, "Node", None), "start_api_server", None)
+    if original is None:  # another Ray version: it starts what it starts
+        yield
+        return
+
+    def start_no_api_server(self: Any, **_: Any) -> None:
+        self._webui_url = None
+
+    node.Node.start_api_server = start_no_api_server
+    try:
+        yield
+    finally:
+        node.Node.start_api_server = original
 
 
 def _usage(result: ItemResult) -> Usage:

@@ -26,7 +26,7 @@ from runner.agentfile.workflow import WorkflowConfig
 from runner.batch.inputs import BatchItem
 from runner.batch.item import ItemRunnerBase
 from runner.batch.record import ItemResult, Status
-from runner.errors import RunnerError
+from runner.errors import RunnerError, StorageError
 from runner.models.base import Usage
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import read_transcript, sessions_dir
@@ -137,7 +137,9 @@ class WorkflowItemRunner(ItemRunnerBase):
                 run = await engine.run()
             finally:
                 self._running.discard(engine)
-        except RunnerError as exc:  # the transcript could not be written, an agent could not open
+        except StorageError:
+            raise  # its transcript cannot be written: the batch stops (the next items could not either)
+        except RunnerError as exc:  # an agent could not open
             return self._failed(item, record, attempt, str(exc)), previous
         except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on
             log.exception("batch item %s failed", item.id)

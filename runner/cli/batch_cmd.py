@@ -4,6 +4,7 @@ with a progress display, Ctrl+C handled, the summary and the exit code."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -27,8 +28,9 @@ from runner.cli.batch_progress import BatchProgress, summary_line
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
 from runner.cli.workflow_cmd import team_workflow
-from runner.errors import ConfigError
-from runner.store.transcript import Redactor, file_sha256
+from runner.errors import ConfigError, StorageError
+from runner.store.disk import check_writable, storage_error
+from runner.store.transcript import Redactor, file_sha256, sessions_dir
 
 __all__ = ["BatchCommand", "run_batch_command"]
 
@@ -87,9 +89,12 @@ def _open_inputs(ref: str, stack: ExitStack) -> tuple[Path, str]:
         if not path.is_file():
             raise ConfigError(f"no input file {ref}")
         return path, display_path(ref)
-    spool = stack.enter_context(tempfile.NamedTemporaryFile("w+b", suffix=".jsonl"))  # noqa: SIM115
-    shutil.copyfileobj(sys.stdin.buffer, spool)
-    spool.flush()
+    try:
+        spool = stack.enter_context(tempfile.NamedTemporaryFile("w+b", suffix=".jsonl"))  # noqa: SIM115
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.flush()
+    except OSError as exc:
+        raise storage_error(exc, tempfile.gettempdir(), what="standard input (spooled) in") from None
     return Path(spool.name), "standard input"
 
 
@@ -180,6 +185,7 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
         path, name = _open_inputs(command.inputs, stack)
         index, count = _index(path, name)
         out = OutFile(command.out, fsync=settings.fsync, redact=Redactor(secrets).record)
+        _check_writable(out, settings)
         out.resume(index, agent_sha256=agent_sha, force=command.force)
         if out.kept:
             note = f"{out.path}: {out.kept} items done before are kept"
@@ -204,9 +210,28 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
         finally:
             out.close()
         if command.ordered:
-            out.put_in_order(index)
+            _put_in_order(out, index)
     elapsed = time.monotonic() - started
     return _report(command, batch, total=total, elapsed_s=elapsed, interrupted=interrupted)
+
+
+def _check_writable(out: OutFile, settings: Any) -> None:
+    """Refuse, before any model call, an output file or a transcripts folder that cannot be written
+    (a full disk, a read-only folder): one line naming it, exit 1."""
+    out.check()
+    if settings.write_transcript:
+        check_writable(sessions_dir(settings.home), what="the transcripts folder")
+
+
+def _put_in_order(out: OutFile, index: InputIndex) -> None:
+    try:
+        out.put_in_order(index)
+    except StorageError as exc:
+        raise StorageError(
+            f"{exc.message}; its lines are whole, in the order the items finished",
+            path=exc.path,
+            hint="free some space, then run the same command again: it puts the file in order",
+        ) from None
 
 
 def _run(batch: Batch, out: OutFile, total: int) -> bool:
@@ -230,9 +255,11 @@ def _run(batch: Batch, out: OutFile, total: int) -> bool:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
         progress.start()
         try:
-            async for result in batch.results():
-                if not result.interrupted:
-                    out.write(result)
+            # closed at once when a write fails: the workers stop before the error is shown
+            async with contextlib.aclosing(batch.results()) as results:
+                async for result in results:
+                    if not result.interrupted:
+                        out.write(result)
         finally:
             progress.stop()
             loop.remove_signal_handler(signal.SIGINT)

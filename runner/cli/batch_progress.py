@@ -1,11 +1,15 @@
 """What ``runner batch`` shows on stderr while it runs: a rich progress bar on a terminal, plain
-periodic lines otherwise, and the summary at the end."""
+periodic lines otherwise, and the summary at the end.
+
+The display runs on a thread of its own: while the batch's event loop is held (``ray.init``
+starting a local Ray holds it for seconds), it still shows what the batch is doing
+(``BatchStats.phase``) with the seconds spent on it."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -33,20 +37,30 @@ class BatchProgress:
     """Shows ``stats`` every ``interval_s`` (plain) or live (rich) until ``stop``."""
 
     def __init__(
-        self, stats: BatchStats, *, total: int, err: IO[str] | None = None, interval_s: float = 10.0
+        self,
+        stats: BatchStats,
+        *,
+        total: int,
+        err: IO[str] | None = None,
+        interval_s: float = 10.0,
+        phase_interval_s: float = 2.0,
     ):
         self.stats = stats
         self.total = total
         self.err = err or sys.stderr
         self.interval_s = interval_s
+        self.phase_interval_s = phase_interval_s
+        """Plain: how often a phase (``starting a local Ray``) is shown again while it lasts."""
         self.started = time.monotonic()
-        self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
         self._live: Any = None
 
     def start(self) -> None:
         if self.err.isatty():
             self._start_rich()
-        self._task = asyncio.create_task(self._tick())
+        self._thread = threading.Thread(target=self._tick, name="runner-batch-progress", daemon=True)
+        self._thread.start()
 
     def _start_rich(self) -> None:
         from rich.console import Console
@@ -75,8 +89,21 @@ class BatchProgress:
             return ""
         return f", about {left * elapsed / stats.finished:.0f} s left"
 
+    def _phase(self) -> str | None:
+        stats = self.stats
+        if stats.phase is None:
+            return None
+        return f"{stats.phase} ... {time.monotonic() - stats.phase_since:.0f} s"
+
     def show(self) -> None:
         stats = self.stats
+        phase = self._phase()
+        if self._live is not None and phase is not None:
+            self._live.update(self._bar, counts=phase, rate="", usage="")
+            return
+        if phase is not None:
+            self._write(f"batch: {phase}")
+            return
         if self._live is not None:
             self._live.update(
                 self._bar,
@@ -87,28 +114,39 @@ class BatchProgress:
             )
             return
         done = stats.finished + stats.skipped
-        line = f"batch: {done}/{self.total} ({_counts(stats)}) {self._rate()}, {_usage(stats)}{self._eta()}"
+        self._write(
+            f"batch: {done}/{self.total} ({_counts(stats)}) {self._rate()}, {_usage(stats)}{self._eta()}"
+        )
+
+    def _write(self, line: str) -> None:
         self.err.write(line + "\n")
         self.err.flush()
 
-    async def _tick(self) -> None:
-        """Live: redraw five times a second. Plain: a line every ``interval_s`` or tenth of the items."""
+    def _tick(self) -> None:
+        """Live: redraw five times a second. Plain: a line every ``interval_s`` or tenth of the items;
+        while a phase lasts, a line when it starts and every ``phase_interval_s``."""
         if self._live is not None:
-            while True:
-                await asyncio.sleep(0.2)
+            while not self._stopped.wait(0.2):
                 self.show()
-        shown_at, shown_tenth = time.monotonic(), 0
-        while True:
-            await asyncio.sleep(0.25)
-            stats = self.stats
+            return
+        shown_at, shown_tenth, shown_phase = time.monotonic(), 0, None
+        while not self._stopped.wait(0.25):
+            stats, now = self.stats, time.monotonic()
+            if stats.phase is not None:
+                if stats.phase != shown_phase or now - shown_at >= self.phase_interval_s:
+                    shown_at, shown_phase = now, stats.phase
+                    self.show()
+                continue
+            shown_phase = None
             tenth = (stats.finished + stats.skipped) * 10 // max(self.total, 1)
-            if tenth > shown_tenth or time.monotonic() - shown_at >= self.interval_s:
-                shown_at, shown_tenth = time.monotonic(), tenth
+            if tenth > shown_tenth or now - shown_at >= self.interval_s:
+                shown_at, shown_tenth = now, tenth
                 self.show()
 
     def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         if self._live is not None:
             self.show()
             self._live.stop()

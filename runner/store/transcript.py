@@ -22,13 +22,14 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from runner import __version__
 from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
 from runner.redact import REDACTED, Redactor
-from runner.text import valid_text
+from runner.store.disk import LineFile, storage_error
+from runner.text import utf8
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -128,18 +129,25 @@ class TranscriptWriter:
     path: Path
     redact: Redactor = field(default_factory=lambda: Redactor(()))
     fsync: bool = False
-    _file: IO[str] | None = None
+    _file: LineFile | None = None
 
     def open(self) -> None:
-        """Open for appending (creating folders as needed)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        cut = _cut_torn_line(self.path)
-        self._file = self.path.open("a", encoding="utf-8")
+        """Open for appending (creating folders as needed); a disk error is a ``StorageError``."""
+        self._file = LineFile(self.path, what="the transcript", fsync=self.fsync)
+        try:
+            cut = _cut_torn_line(self.path)
+        except OSError as exc:
+            raise storage_error(exc, self.path, what="the transcript") from None
+        self._file.open()
         if cut:  # never write after a fragment: it would make the next line unreadable too
             self.write({"type": "event", "event": "repaired", "time": now_iso(), "data": {"cut_bytes": cut}})
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append one record and flush it to the OS (and to disk with ``fsync``)."""
+        """Append one record and flush it to the OS (and to disk with ``fsync``).
+
+        A record is written whole or not at all: on a full disk or a read-only folder this raises
+        ``StorageError`` naming the file, and a transcript that got no line is removed.
+        """
         if self._file is None:
             self.open()
         assert self._file is not None
@@ -149,10 +157,7 @@ class TranscriptWriter:
                 self.redact.record(record), ensure_ascii=False, separators=(",", ":"), default=str
             )
             line = self.redact(line)  # again: values only ``default=str`` could show
-        self._file.write(valid_text(line) + "\n")
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
+        self._file.write(utf8(line + "\n"))
 
     def header(self, **fields: Any) -> None:
         """Write the header record (line 1)."""
@@ -182,9 +187,9 @@ class TranscriptWriter:
 
     def close(self) -> None:
         """Close the file."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")

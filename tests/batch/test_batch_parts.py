@@ -154,3 +154,24 @@ def test_an_items_result_travels_as_json_and_comes_back_equal() -> None:
     record = json.loads(json.dumps(result.as_record()))
     assert "interrupted" not in record
     assert ItemResult.from_record({**record, "later_field": 1}) == result
+
+
+def test_the_progress_shows_a_phase_while_the_event_loop_is_held() -> None:
+    import io
+    import time
+
+    from runner.batch import BatchStats
+    from runner.cli.batch_progress import BatchProgress
+
+    stats, err = BatchStats(), io.StringIO()
+    progress = BatchProgress(stats, total=3, err=err, phase_interval_s=0.3)
+    stats.enter("starting a local Ray")
+    progress.start()  # a thread: nothing here yields to an event loop, as ray.init does not
+    try:
+        deadline = time.monotonic() + 10
+        while err.getvalue().count("batch: starting a local Ray ... ") < 2:
+            assert time.monotonic() < deadline, err.getvalue()
+            time.sleep(0.05)  # blocking, like ray.init
+    finally:
+        progress.stop()
+    assert err.getvalue().startswith("batch: starting a local Ray ... 0 s\n")

@@ -312,3 +312,48 @@ async def test_a_token_budget_is_counted_on_the_driver_from_the_results(
     assert batch.stats.stopped is not None and "token" in batch.stats.stopped
     assert batch.stats.tokens == results[0].usage["total_tokens"] > 0
     assert len(server.requests) == 2  # the other items never reached the cluster's model
+
+
+def test_a_local_ray_is_private_shows_its_start_has_no_dashboard_and_a_kill_9_leaves_nothing(
+    cli: Cli, serve: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    from runner.batch.ray_reaper import PREFIX, folder_pids
+
+    server = serve(adder(delay_s=60), repeat=True)  # the items wait on the model: still running at the kill
+    agent = make_agent(tmp_path / "a", server.base_url)
+    write_inputs(tmp_path / "in.jsonl", ["one", "two"])
+    proc = cli.popen("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--backend", "ray", "-c", "2")
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(iter(proc.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while len(server.requests) < 2:  # Ray is up, both actors run an item
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(stderr)
+            time.sleep(0.2)
+        (folder,) = [
+            path
+            for path in Path("/tmp").glob(PREFIX + "*")
+            if (path / "owner").is_file() and (path / "owner").read_text() == str(proc.pid)
+        ]
+        assert folder.stat().st_mode & 0o777 == 0o700  # Ray's own temp dir inside is 0777
+        pids = folder_pids(folder)
+        commands = [
+            Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids if Path(f"/proc/{pid}").exists()
+        ]
+        assert any(b"raylet" in command for command in commands)
+        assert not any(b"dashboard.py" in command for command in commands)  # no dashboard process
+        proc.kill()  # kill -9 of the driver
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 30  # the watcher reaps at once; Ray's agents alone took minutes
+        while (folder.exists() or folder_pids(folder)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert folder_pids(folder) == [] and not folder.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(timeout=10)
+    shown = "".join(stderr)
+    assert "batch: starting a local Ray ... 0 s" in shown and "batch: starting 2 Ray actors ..." in shown

@@ -89,7 +89,10 @@ def test_an_output_file_of_another_agent_or_input_is_refused_unless_force(
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == text  # untouched
     changed = write_inputs(tmp_path / "in2.jsonl", ["a", "B"])
     result = cli("batch", str(agent), str(changed), "-o", "out.jsonl")
-    assert result.returncode == 2 and "line 2: id 2 has another input now (input line 2)" in result.stderr
+    assert (
+        result.returncode == 2
+        and "line 2: id 2 ended ok with another input (input line 2 changed since)" in result.stderr
+    )
     fewer = write_inputs(tmp_path / "in3.jsonl", [{"id": "z", "input": "a"}])
     result = cli("batch", str(agent), str(fewer), "-o", "out.jsonl")
     assert result.returncode == 2 and "id 1 is not in the input" in result.stderr
