@@ -185,7 +185,7 @@ class WorkflowEngine:
                 self.soft_code = 0
                 self.notes.clear()
                 continue
-            return self._final_output(scope, last)
+            return await self._final_output(scope, last)
 
     async def reload(
         self, workflow: WorkflowConfig, configs: dict[str, AgentConfig], *, rebuild: Iterable[str] = ()
@@ -212,8 +212,8 @@ class WorkflowEngine:
         usage = self.budget.usage
         return {"tokens": usage.total_tokens, "cost_usd": usage.cost_usd}
 
-    def _final_output(self, scope: dict[str, Any], last: Any) -> Any:
-        return final_output(self.workflow, self.evaluator, self._context(scope), last)
+    async def _final_output(self, scope: dict[str, Any], last: Any) -> Any:
+        return await final_output(self.workflow, self.evaluator, self._context(scope), last)
 
     # ----------------------------------------------------------------- steps
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.agentfile.output import OutputSchema
+from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
 from runner.runtime.runtime import AgentRuntime
@@ -48,27 +49,48 @@ def worst(stops: list[Stop]) -> Stop:
     return min(stops, key=lambda s: SEVERITY.index(s.code) if s.code in SEVERITY else 0)
 
 
-def final_output(workflow: WorkflowConfig, evaluator: Evaluator, context: dict[str, Any], last: Any) -> Any:
+async def final_output(
+    workflow: WorkflowConfig, evaluator: Evaluator, context: dict[str, Any], last: Any
+) -> Any:
     """The workflow's answer: its ``output`` template rendered (else the last step's output), checked
-    against ``output_schema``; ``Stop(1)`` when it does not render or match."""
+    against ``output_schema`` off the event loop when long (``check_off_loop``: within the answer
+    budget of docs/security.md); ``Stop(1)`` when it does not render or match."""
     value = last
     if workflow.output is not None:
         try:
             value = evaluator.render(workflow.output, context, where="workflow output")
         except ConfigError as exc:  # the data the steps gave does not fit the template
             raise Stop(1, f"the workflow's output did not render: {exc.message}") from None
-    if workflow.output_schema is not None:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise Stop(
-                    1, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
-                ) from None
-        problems = OutputSchema(workflow.output_schema, where="the workflow's output_schema").problems(value)
-        if problems:
-            raise Stop(1, "the workflow's output does not match output_schema: " + "; ".join(problems))
+    if workflow.output_schema is None:
+        return value
+    schema = OutputSchema(workflow.output_schema, where="the workflow's output_schema")
+    rendered = value
+    value, problem = await check_off_loop(
+        lambda: _checked(schema, rendered),
+        size=len(rendered) if isinstance(rendered, str) else 0,
+        late=lambda why: (
+            rendered,
+            f"the workflow's output could not be checked against output_schema: {why}",
+        ),
+    )
+    if problem is not None:
+        raise Stop(1, problem)
     return value
+
+
+def _checked(schema: OutputSchema, value: Any) -> tuple[Any, str | None]:
+    """``value`` (a string read as JSON first) and why it does not match ``schema`` (None: it does)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            return value, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
+        except RecursionError:
+            return value, "the workflow's output nests too deeply to read; output_schema wants JSON"
+    problems = schema.problems(value)
+    if problems:
+        return value, "the workflow's output does not match output_schema: " + "; ".join(problems)
+    return value, None
 
 
 def agent_outcome(runtime: AgentRuntime, result: Any) -> Outcome:

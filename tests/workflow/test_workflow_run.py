@@ -278,3 +278,20 @@ def test_k_a_tool_that_asks_for_confirmation_runs_in_a_workflow_only_with_yes(
     assert allowed.returncode == 0, allowed.stderr
     assert allowed.stdout.strip() == "tool said: marked", (allowed.stdout, allowed.stderr)
     assert marker.read_text() == "ran"
+
+
+def test_h2_an_output_nested_1000_levels_fails_the_workflow_clearly(cli: Cli, tmp_path: Path) -> None:
+    # issue 23 item 11: an answer nested 1,000 levels was "internal error: RecursionError"; the
+    # workflow's own output_schema is checked like every other answer (off the loop, within budget)
+    body = """workflow:
+  output_schema: {type: array}
+  steps:
+    - {id: write, agent: writer}
+"""
+    models = Models({"writer": lambda body: "[" * 1000 + "]" * 1000})
+    with ScriptedServer(models) as server:
+        path = team(tmp_path, server.base_url, {"writer": ""}, body)
+        done = cli("run", str(path), "-p", "go")
+    assert done.returncode == 1, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert "the workflow's output" in done.stderr and "output_schema" in done.stderr
