@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -107,6 +108,7 @@ def _import(name: str, base_dir: Path, *, reload: bool) -> ModuleType:
     sys.path.insert(0, entry)
     try:
         if cached is not None and reload:
+            _forget_bytecode(cached)
             return importlib.reload(cached)
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -125,6 +127,19 @@ def _import(name: str, base_dir: Path, *, reload: bool) -> ModuleType:
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(entry)
+
+
+def _forget_bytecode(module: ModuleType) -> None:
+    """Remove the bytecode cached for ``module``'s source before a hot reload reads it again: Python
+    judges that cache fresh by the source's size and modification time in whole seconds, so an edit
+    made within the same second that keeps the size (``return 1`` -> ``return 2``) would be missed."""
+    import importlib.util
+
+    source = getattr(module, "__file__", None)
+    if not source or not source.endswith(".py"):
+        return
+    with contextlib.suppress(OSError, NotImplementedError, ValueError):
+        os.remove(importlib.util.cache_from_source(source))
 
 
 def resolve_callable(target: str, base_dir: Path) -> object:

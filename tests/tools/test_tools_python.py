@@ -392,6 +392,26 @@ async def test_reload_picks_up_an_edited_module(write_module: Any, module_dir: P
     assert await second[0].call({}, ctx) == 2
 
 
+async def test_reload_reads_an_edit_that_keeps_size_and_second_even_with_bytecode_written(
+    write_module: Any, module_dir: Path, ctx: RunContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with bytecode written (the default outside this suite's environment), Python took the cached
+    # bytecode of `return 1` for `return 2`: same size, same modification second
+    import os
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    name = write_module("def version() -> int:\n    return 1\n")
+    source = module_dir / f"{name}.py"
+    stamp = source.stat().st_mtime_ns
+    first = tools_from_module_path(f"{name}:version", base_dir=module_dir)
+    assert list((module_dir / "__pycache__").glob(f"{name}.*.pyc"))  # bytecode was written
+    write_module("def version() -> int:\n    return 2\n", name=name)
+    os.utime(source, ns=(stamp, stamp))
+    second = tools_from_module_path(f"{name}:version", base_dir=module_dir, reload=True)
+    assert await first[0].call({}, ctx) == 1
+    assert await second[0].call({}, ctx) == 2
+
+
 async def test_load_source_builds_the_tools_of_a_python_source(write_module: Any, module_dir: Path) -> None:
     from contextlib import AsyncExitStack
 
