@@ -59,7 +59,13 @@ LIMIT_WINDOW_S = 60.0
 #: Not shipped with the agent's folder.
 EXCLUDES = [".git", ".venv", "venv", "__pycache__", "node_modules", "*.pyc"]
 #: Ray on loopback without phoning home (SPEC section 15; /work/shared/PEERS.md "Ray on loopback").
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Ray's own default excludes are off: ``EXCLUDES`` (a superset) is passed with every job, and with
+#: Ray's defaults on, every agent folder holding a ``__pycache__`` got a warning that it is ignored.
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES": "",
+}
 
 
 def import_ray() -> Any:

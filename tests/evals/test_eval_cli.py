@@ -205,6 +205,8 @@ def test_against_a_revision_reports_a_significant_regression_and_exits_1(
     repo = tmp_path / "repo"
     agent = write_agent(repo / "agents", "", tools=TOOLS)
     _git(repo, "init", "-q")
+    # as in any Python repository: importing the work tree's tool module writes its bytecode there
+    (repo / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
     old = agent_yaml(
         server.base_url,
         system="You answer (v1).",
