@@ -13,6 +13,7 @@ inside the tree (decided from the listing alone, so writing and verifying agree)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -90,10 +91,8 @@ class ObjectReader:
     def close(self) -> None:
         """End the git process (it exits when its input closes)."""
         for stream in (self._in, self._out):
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
