@@ -33,7 +33,6 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.agentfile.output import OutputSchema
-from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage
@@ -52,6 +51,7 @@ from runner.serve.outward import outward_redactor
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult, open_record
+from runner.workflow.outcomes import checked_output
 from runner.workflow.progress import step_line
 
 __all__ = [
@@ -391,28 +391,8 @@ class WorkflowRun(RequestRun):
         return ""
 
     async def _checked(self, value: Any) -> tuple[Any, str | None]:
-        """The output checked against the client's schema (a string is read as JSON first), off the
-        event loop when it is long; the value and why it does not match (None: it does, or there is
-        no schema)."""
-        output = self.output
-        if output is None:
+        """The output checked against the client's schema (``checked_output``); the value and why it
+        does not match (None: it does, or there is no schema)."""
+        if self.output is None:
             return value, None
-        return await check_off_loop(
-            lambda: self._check(output, value),
-            size=len(value) if isinstance(value, str) else 0,  # a value: tried on the loop for a few steps
-            late=lambda why: (value, f"the workflow's output does not match {output.where}: {why}"),
-        )
-
-    def _check(self, output: OutputSchema, value: Any) -> tuple[Any, str | None]:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                return value, f"the workflow's output is not JSON ({exc.msg}); {output.where} wants JSON"
-            except RecursionError:
-                return value, f"the workflow's output nests too deeply to read; {output.where} wants JSON"
-        problems = output.problems(value)
-        if problems:
-            shown = self._clean("; ".join(problems))
-            return value, f"the workflow's output does not match {output.where}: {shown}"
-        return value, None
+        return await checked_output(self.output, value, label=self.output.where, clean=self._clean)

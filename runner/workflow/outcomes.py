@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,16 @@ from runner.runtime.runtime import AgentRuntime
 from runner.session.decisions import LIMIT_REASONS
 from runner.workflow.expressions import Evaluator, plain
 
-__all__ = ["SEVERITY", "Outcome", "Restart", "Stop", "agent_outcome", "final_output", "worst"]
+__all__ = [
+    "SEVERITY",
+    "Outcome",
+    "Restart",
+    "Stop",
+    "agent_outcome",
+    "checked_output",
+    "final_output",
+    "worst",
+]
 
 #: The exit code of each way a workflow stops early, most important first.
 SEVERITY = (130, 1, 3)
@@ -64,33 +74,39 @@ async def final_output(
     if workflow.output_schema is None:
         return value
     schema = OutputSchema(workflow.output_schema, where="the workflow's output_schema")
-    rendered = value
-    value, problem = await check_off_loop(
-        lambda: _checked(schema, rendered),
-        size=len(rendered) if isinstance(rendered, str) else 0,
-        late=lambda why: (
-            rendered,
-            f"the workflow's output could not be checked against output_schema: {why}",
-        ),
-    )
+    value, problem = await checked_output(schema, value, label="output_schema")
     if problem is not None:
         raise Stop(1, problem)
     return value
 
 
-def _checked(schema: OutputSchema, value: Any) -> tuple[Any, str | None]:
-    """``value`` (a string read as JSON first) and why it does not match ``schema`` (None: it does)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            return value, f"the workflow's output is not JSON ({exc.msg}); output_schema wants JSON"
-        except RecursionError:
-            return value, "the workflow's output nests too deeply to read; output_schema wants JSON"
-    problems = schema.problems(value)
-    if problems:
-        return value, "the workflow's output does not match output_schema: " + "; ".join(problems)
-    return value, None
+async def checked_output(
+    schema: OutputSchema, value: Any, *, label: str, clean: Callable[[str], str] = str
+) -> tuple[Any, str | None]:
+    """A workflow's output checked against ``schema`` (a string read as JSON first), off the event
+    loop when long (``check_off_loop``: within the answer budget of docs/security.md); the value and
+    why it does not match, ``label`` naming the schema and ``clean`` applied to the validator's words
+    (None: it matches). The engine's ``output_schema`` and a served client's schema both use it."""
+
+    def check() -> tuple[Any, str | None]:
+        read = value
+        if isinstance(read, str):
+            try:
+                read = json.loads(read)
+            except json.JSONDecodeError as exc:
+                return read, f"the workflow's output is not JSON ({exc.msg}); {label} wants JSON"
+            except RecursionError:
+                return read, f"the workflow's output nests too deeply to read; {label} wants JSON"
+        problems = schema.problems(read)
+        if problems:
+            return read, f"the workflow's output does not match {label}: {clean('; '.join(problems))}"
+        return read, None
+
+    return await check_off_loop(
+        check,
+        size=len(value) if isinstance(value, str) else 0,  # a value: tried on the loop for a few steps
+        late=lambda why: (value, f"the workflow's output does not match {label}: {why}"),
+    )
 
 
 def agent_outcome(runtime: AgentRuntime, result: Any) -> Outcome:
