@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"session"},
     {"watch"},
     {"workflow"},
+    {"runnable"},
     {"serve", "testing", "api", "batch", "agentdiff"},
     {"evals"},
     {"integrations", "cli"},

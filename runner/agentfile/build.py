@@ -166,8 +166,11 @@ def test_case(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseCo
             output_schema=expect.get("output_schema"),
             output_json=dict(expect.get("output_json", {})),
             judge=expect.get("judge"),
+            tools_refused=tuple(expect.get("tools_refused", ())),
+            status=expect.get("status"),
         ),
         repeat=int(entry.get("repeat", 1)),
+        yes=bool(entry.get("yes", False)),
     )
 
 

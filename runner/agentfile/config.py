@@ -275,6 +275,10 @@ class ExpectConfig:
     output_json: dict[str, Any] = field(default_factory=dict)
     #: A rubric the judge model grades the answer against (``runner eval`` only).
     judge: str | None = None
+    #: Tools whose calls must have been refused for want of a confirmation.
+    tools_refused: tuple[str, ...] = ()
+    #: How the run must end (an ``Outcome`` status); None: ``ok`` or ``stopped``.
+    status: str | None = None
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,8 @@ class TestCaseConfig:
     expect: ExpectConfig = field(default_factory=ExpectConfig)
     #: How many times ``runner eval`` runs the case.
     repeat: int = 1
+    #: Allow the tools that ask for confirmation (``--yes``); else they are refused, as for a user.
+    yes: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ Module map:
 - ``record``: ``ItemResult``, one line of the output file.
 - ``ray_backend`` / ``ray_actors`` / ``ray_reaper``: ``--backend ray`` (the driver's side, the
   actors, and the local Ray's private folder with what reaps it after its driver dies).
+- ``dispatch``: ``open_batch``: what runs per item (agent → local or Ray, workflow → workflow batch),
+  one decision for the CLI and ``run_batch``; results redacted with every member's secrets.
 - ``workflow_item`` / ``workflow_batch``: a team file's workflow per item (``WorkflowItemRunner``,
   ``WorkflowBatch``): one pool of agents for the batch, one workflow engine per item.
 """
@@ -22,14 +24,12 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.agentfile import load_agent, load_file
 from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch, BatchLimits, BatchStats
 from runner.batch.inputs import BatchItem, DuplicateIds, check_unique, item_key, item_of, parse_lines
 from runner.batch.item import ItemRunner
 from runner.batch.limiter import LimitedModel, RateLimiter
 from runner.batch.record import ItemResult
-from runner.errors import ConfigError
 from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 
@@ -89,22 +89,18 @@ async def run_batch(
     ``model`` replaces the file's (a ``ScriptedModel`` in tests). ``backend="ray"`` runs the items
     on Ray actors: on the cluster at ``address`` (or the caller's ``ray.init``), else a local Ray.
 
-    A team file with a ``workflow:`` runs its workflow per item (local backend only; ``model`` then
-    answers for every agent); ``agent_name`` runs that team agent per item instead.
+    What runs is resolved as every door resolves it (``runner.runnable.resolve``): a team file with
+    a ``workflow:`` runs its workflow per item (local backend only; ``model`` then answers for every
+    agent); ``agent_name`` runs that team agent per item instead; a team file without a workflow
+    needs ``agent_name``. Results are redacted with every agent's secrets, as ``runner batch`` does.
     """
-    if backend not in ("local", "ray"):
-        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
-    from runner.batch.workflow_item import team_workflow
+    from runner.batch.dispatch import open_batch, redacted
+    from runner.runnable.target import Target, resolve
 
-    path = None if isinstance(agent, AgentConfig) else Path(agent)
-    workflow = None
-    if path is not None and agent_name is None and load_file(path).is_team:
-        workflow = team_workflow(path, extra_vars=list(vars or ()))
-    if workflow is not None and backend == "ray":
-        raise ConfigError(
-            f"{agent} has a workflow: a batch of workflows runs on the local backend, not on Ray",
-            hint="backend='local', or agent_name=NAME to run one of its agents on Ray",
-        )
+    if isinstance(agent, AgentConfig):
+        target = Target("agent", agent.path, config=agent, configs={agent.name: agent})
+    else:
+        target = resolve(Path(agent), agent=agent_name, extra_vars=list(vars or ()))
     limits = BatchLimits(
         concurrency=concurrency,
         max_cost_usd=max_cost_usd,
@@ -114,31 +110,18 @@ async def run_batch(
         retries=retries,
         limit=limit,
     )
-    options: dict[str, Any] = {
-        "settings": settings or RuntimeSettings(write_transcript=False),
-        "model": model,
-        "variables": vars,
-        "limits": limits,
-        "ordered": ordered,
-        "assume_yes": yes,
-    }
-    if workflow is not None and path is not None:
-        from runner.batch.workflow_batch import WorkflowBatch
-
-        batch: Batch = WorkflowBatch(path, workflow, as_items(inputs), **options)
-        async for result in batch.results():
-            yield result
-        return
-    if isinstance(agent, AgentConfig):
-        config = agent
-    else:
-        config = load_agent(Path(agent), agent=agent_name, extra_vars=list(vars or ()))
-    kind: type[Batch] = Batch
-    extra: dict[str, Any] = {}
-    if backend == "ray":
-        from runner.batch.ray_backend import RayBatch
-
-        kind, extra = RayBatch, {"address": address, "agent_name": agent_name}
-    batch = kind(config, as_items(inputs), **options, **extra)
-    async for result in batch.results():
+    batch = open_batch(
+        target,
+        as_items(inputs),
+        backend=backend,
+        address=address,
+        agent_name=agent_name,
+        settings=settings or RuntimeSettings(write_transcript=False),
+        model=model,
+        variables=vars,
+        limits=limits,
+        ordered=ordered,
+        assume_yes=yes,
+    )
+    async for result in redacted(batch, target.secrets):
         yield result

@@ -258,7 +258,7 @@ class Batch:
             stats.transient_retries += max(0, result.attempts - 1)
             if result.interrupted:
                 stats.interrupted += 1
-            elif result.status == "ok":
+            elif result.ok:  # ok, or stopped by the agent's own hook
                 stats.ok += 1
             elif result.status == "limit":
                 stats.limited += 1

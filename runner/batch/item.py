@@ -2,9 +2,11 @@
 
 ``ItemRunner`` is the seam between a batch's scheduling and its work: whoever holds an open
 ``AgentRuntime`` (this process's batch, or a worker elsewhere) runs items with ``run(item)`` and
-gets back a JSON-serializable record. It retries an item whose failure was transient (a retryable
-``ModelError``: 429, 5xx, network, timeout) up to ``retries`` times, each attempt a new session
-with a transcript of its own; ``interrupt()`` stops every item it is running (Ctrl+C).
+gets back a JSON-serializable record, made from the run's ``Outcome`` (``from_outcome``). It retries
+an item whose failure was transient (a retryable ``ModelError``: 429, 5xx, network, timeout) up to
+``retries`` times, each attempt a new session with a transcript of its own, waiting as
+``RETRY_POLICY`` says (a server's ``Retry-After`` honoured); ``interrupt()`` stops every item it is
+running (Ctrl+C).
 """
 
 from __future__ import annotations
@@ -13,25 +15,27 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from runner.batch.inputs import BatchItem
 from runner.batch.record import ItemResult
-from runner.errors import ModelError, RunnerError, StorageError
+from runner.errors import ModelError
 from runner.models.base import Usage
+from runner.models.retry import RetryPolicy
+from runner.runnable.agent import AgentRunner
 from runner.runtime.runtime import AgentRuntime
-from runner.session import RunOptions, RunResult, Session
-from runner.session.decisions import LIMIT_REASONS
-from runner.session.events import AssistantMessage, LoopEvent, UsageUpdate
+from runner.session import RunOptions
+from runner.session.events import LoopEvent, UsageUpdate
+from runner.session.outcome import Outcome
 from runner.store.transcript import new_session_id, sessions_dir
 
-__all__ = ["ItemRunner", "ItemRunnerBase", "is_transient"]
+__all__ = ["RETRY_POLICY", "ItemRunner", "ItemRunnerBase", "is_transient"]
 
 log = logging.getLogger("runner.batch")
 
-#: Seconds before the n-th retry of an item (the last one repeats), unless the server said how long.
-BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: How long an item waits before it runs again: the model calls' policy (backoff with jitter, a
+#: server's ``Retry-After`` honoured and capped), one step up (an item is bigger than a call).
+RETRY_POLICY = RetryPolicy(backoff_s=0.5, max_backoff_s=8.0)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -89,9 +93,31 @@ class ItemRunnerBase:
                 result = await attempt(number)
                 if not result.transient or number > self.retries or self._interrupted:
                     break
-                await self._sleep(BACKOFF_S[min(number, len(BACKOFF_S)) - 1])
+                delay, _ = RETRY_POLICY.delay(number - 1, result.retry_after)
+                await self._sleep(delay)
         result.duration_s = round(time.monotonic() - started, 4)
         return result
+
+    def from_outcome(self, item: BatchItem, outcome: Outcome, attempt: int) -> ItemResult:
+        """The item's line from its run's ``Outcome`` (the same status every door gives)."""
+        return self._result(
+            item,
+            status=outcome.status,
+            answer=outcome.answer,
+            output=outcome.data,
+            error=outcome.why(),
+            reason=outcome.reason,
+            usage=outcome.usage.as_dict(),
+            cost_usd=outcome.usage.cost_usd,
+            tools=list(outcome.tools),
+            refused=list(outcome.refused),
+            steps=outcome.steps,
+            session_id=outcome.session_id,
+            attempts=attempt,
+            transient=outcome.transient,
+            retry_after=outcome.retry_after,
+            interrupted=outcome.status == "interrupted" or self._interrupted,
+        )
 
     def _result(self, item: BatchItem, **fields: Any) -> ItemResult:
         return ItemResult(
@@ -103,17 +129,8 @@ class ItemRunnerBase:
         )
 
 
-@dataclass
-class _Attempt:
-    """What one attempt saw while it ran."""
-
-    session_id: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    tools: list[str] = field(default_factory=list)
-
-
 class ItemRunner(ItemRunnerBase):
-    """Runs items on ``runtime``, one new session each; results are plain records."""
+    """Runs items on ``runtime``, one new session each (an ``AgentRunner``); results are plain records."""
 
     def __init__(
         self,
@@ -135,44 +152,33 @@ class ItemRunner(ItemRunnerBase):
             sleep=sleep,
         )
         self.runtime = runtime
+        self.agent = AgentRunner(runtime.config, runtime.settings, runtime=runtime)
+        self._running.add(self.agent)
         self._ids: set[str | None] = set()  # the session ids of the items running now
 
     def attempts(self, item: BatchItem) -> Callable[[int], Awaitable[ItemResult]]:
         return lambda attempt: self._attempt(item, attempt)
 
     async def _attempt(self, item: BatchItem, attempt: int) -> ItemResult:
-        seen = _Attempt()
-
         def sink(event: LoopEvent) -> None:
-            if isinstance(event, UsageUpdate):
-                seen.usage = event.session
-                if self.on_usage is not None:
-                    self.on_usage(event.call)
-            elif isinstance(event, AssistantMessage):
-                seen.tools.extend(c["function"]["name"] for c in event.message.get("tool_calls") or ())
+            if isinstance(event, UsageUpdate) and self.on_usage is not None:
+                self.on_usage(event.call)
 
+        if self._interrupted:
+            return self._result(
+                item,
+                status="interrupted",
+                error="interrupted before it started",
+                attempts=attempt,
+                interrupted=True,
+            )
         options = RunOptions(variables={**self.variables, **item.vars}, assume_yes=self.assume_yes)
-        session: Session | None = None
+        session_id = self._new_session_id()
         try:
-            seen.session_id = self._new_session_id()
-            session = Session(self.runtime, sink=sink, options=options, session_id=seen.session_id)
-            self._running.add(session)
-            if self._interrupted:
-                return self._failed(item, seen, attempt, "interrupted before it started")
-            run = await session.run([item.input])
-            return self._finished(item, run, attempt, seen.tools)
-        except StorageError:
-            raise  # a transcript that cannot be written: the batch's problem, not this item's
-        except RunnerError as exc:
-            return self._failed(item, seen, attempt, str(exc), transient=is_transient(exc))
-        except Exception as exc:  # a bug or a tool's escape: the item fails, the batch goes on
-            log.exception("batch item %s failed", item.id)
-            return self._failed(item, seen, attempt, f"internal error: {type(exc).__name__}: {exc}")
+            outcome = await self.agent.run([item.input], options=options, sink=sink, session_id=session_id)
         finally:
-            if session is not None:
-                self._running.discard(session)
-                await asyncio.shield(session.close())
-            self._ids.discard(seen.session_id)
+            self._ids.discard(session_id)
+        return self.from_outcome(item, outcome, attempt)
 
     def _new_session_id(self) -> str:
         """A session id no running item holds and no transcript has (hundreds of items start each
@@ -183,41 +189,3 @@ class ItemRunner(ItemRunnerBase):
             if session_id not in self._ids and not (folder / f"{session_id}.jsonl").exists():
                 self._ids.add(session_id)
                 return session_id
-
-    def _finished(self, item: BatchItem, run: RunResult, attempt: int, tools: list[str]) -> ItemResult:
-        reason = run.reason
-        if reason == "interrupted":
-            seen = _Attempt(run.session_id, run.usage)
-            return self._failed(item, seen, attempt, "interrupted (Ctrl+C)")
-        limited = reason in LIMIT_REASONS or run.dropped > 0
-        last = run.turns[-1] if run.turns else None
-        return self._result(
-            item,
-            status="limit" if limited else "ok",
-            answer=run.output,
-            output=last.value if last is not None and last.structured else None,
-            error=(run.limit.message if run.limit is not None else reason) if limited else None,
-            reason=reason,
-            usage=run.usage.as_dict(),
-            cost_usd=run.usage.cost_usd,
-            tools=tools,
-            steps=run.steps,
-            session_id=run.session_id,
-            attempts=attempt,
-        )
-
-    def _failed(
-        self, item: BatchItem, seen: _Attempt, attempt: int, message: str, *, transient: bool = False
-    ) -> ItemResult:
-        return self._result(
-            item,
-            status="error",
-            error=message,
-            usage=seen.usage.as_dict(),
-            cost_usd=seen.usage.cost_usd,
-            tools=seen.tools,
-            session_id=seen.session_id,
-            attempts=attempt,
-            transient=transient,
-            interrupted=self._interrupted,
-        )

@@ -93,7 +93,7 @@ class OutFile:
                 continue
             assert record is not None
             key = item_key(record["id"])
-            if record.get("status") == "ok" and key not in self.done:
+            if record.get("status") in ENDED_OK and key not in self.done:
                 self.done[key] = record["input_sha256"]
                 keep.add(number)
         if foreign and not force:
@@ -190,11 +190,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
             yield number, line if line.endswith("\n") else line + "\n", record
 
 
+#: The statuses of a line that is done (a hook's ``stop`` is the agent's own end: not run again).
+ENDED_OK = ("ok", "stopped")
+
+
 def _did_not_end_ok(record: dict[str, Any] | None) -> bool:
     """A batch line of an item that did not end ``ok``: nothing of value is lost when it goes."""
     if not isinstance(record, dict) or "id" not in record or "input_sha256" not in record:
         return False
-    return record.get("status") != "ok"
+    return record.get("status") not in ENDED_OK
 
 
 def _foreign(record: dict[str, Any] | None, index: InputIndex, agent_sha256: str) -> str | None:

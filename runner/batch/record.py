@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 __all__ = ["ItemResult", "Status"]
 
-Status = Literal["ok", "error", "limit"]
+#: An ``Outcome``'s status (``runner.session.outcome``); ``interrupted`` lines are never written.
+Status = Literal["ok", "stopped", "limit", "interrupted", "error"]
 
 
 @dataclass(slots=True)
@@ -33,6 +34,8 @@ class ItemResult:
     duration_s: float = 0.0
     tools: list[str] = field(default_factory=list)
     """The names of the tools the model called, in order."""
+    refused: list[str] = field(default_factory=list)
+    """The tools refused for want of a confirmation (no ``--yes``)."""
     steps: int = 0
     """Model steps over the item's turns."""
     session_id: str | None = None
@@ -44,15 +47,18 @@ class ItemResult:
     agent_sha256: str = ""
     interrupted: bool = False
     """Ctrl+C stopped it: not written, the next run does it again."""
+    retry_after: float | None = None
+    """Seconds the model's server asked to wait before a retry (not written)."""
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        """Whether the item ended as it should: ``ok``, or ``stopped`` by the agent's own hook."""
+        return self.status in ("ok", "stopped")
 
     def as_record(self) -> dict[str, Any]:
-        """The output line (without the ``interrupted`` flag, which is never written)."""
+        """The output line (without the ``interrupted`` flag and the wait, which are never written)."""
         record = asdict(self)
-        del record["interrupted"]
+        del record["interrupted"], record["retry_after"]
         return record
 
     @classmethod

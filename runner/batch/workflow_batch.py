@@ -3,7 +3,7 @@
 ``WorkflowBatch`` is ``Batch`` with its three running methods replaced: ``start`` makes ONE
 ``WorkflowAgents`` pool for the whole batch (each team agent's runtime opens once, its tool sources
 too, and its model is the batch's: a client per few workflows, behind the batch's one rate limiter);
-``run_item`` runs one ``WorkflowEngine`` per item (``WorkflowItemRunner``); ``stop`` closes the
+``run_item`` runs the workflow once per item (``WorkflowItemRunner``: a ``WorkflowRunner`` on the pool); ``stop`` closes the
 pool. Feeding, order, budgets (every model call of every step of every item counts), stats and
 Ctrl+C are ``Batch``'s. ``--concurrency`` is the number of workflows at once.
 """
@@ -23,6 +23,8 @@ from runner.batch.record import ItemResult
 from runner.batch.workflow_item import WorkflowItemRunner
 from runner.errors import ConfigError
 from runner.models.base import Model
+from runner.runnable.target import Target
+from runner.runnable.workflow import WorkflowRunner
 from runner.store.transcript import file_sha256
 from runner.workflow.agents import WorkflowAgents
 from runner.workflow.engine import load_configs
@@ -82,12 +84,10 @@ class WorkflowBatch(Batch):
     async def start(self) -> None:
         """The batch's pool of agents (each runtime opens when a step first needs it)."""
         self.agents = WorkflowAgents(self.configs, self.settings, model_for=self._model_for)
+        target = Target("workflow", self.path, workflow=self.workflow, configs=dict(self.configs))
+        runner = WorkflowRunner(target, self.settings, agents=self.agents, assume_yes=self.assume_yes)
         self.workflow_runner = WorkflowItemRunner(
-            self.path,
-            self.workflow,
-            self.configs,
-            self.agents,
-            self.settings,
+            runner,
             agent_sha256=self.agent_sha256,
             variables=self.variables,
             retries=self.limits.retries,

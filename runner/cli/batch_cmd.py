@@ -19,15 +19,11 @@ from typing import IO, Any
 
 import typer
 
-from runner.agentfile import find_agent, load_agent, load_file
-from runner.agentfile.config import AgentConfig
-from runner.agentfile.workflow import WorkflowConfig
 from runner.batch import Batch, BatchLimits, check_unique, parse_lines
 from runner.batch.outfile import InputIndex, OutFile
 from runner.cli.batch_progress import BatchProgress, summary_line
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
-from runner.cli.workflow_cmd import team_workflow
 from runner.errors import ConfigError, StorageError
 from runner.store.disk import check_writable, storage_error
 from runner.store.transcript import Redactor, file_sha256, sessions_dir
@@ -67,21 +63,6 @@ def _check_backend(command: BatchCommand) -> None:
         raise ConfigError("-o names the input file: the results would overwrite the inputs")
 
 
-def _batch_class(command: BatchCommand) -> type[Batch]:
-    """``Batch`` (asyncio here) or ``RayBatch`` (Ray imported only then)."""
-    if command.backend != "ray":
-        return Batch
-    from runner.batch.ray_backend import RayBatch
-
-    return RayBatch
-
-
-def _backend_options(command: BatchCommand) -> dict[str, Any]:
-    if command.backend != "ray":
-        return {}
-    return {"address": command.address, "agent_name": command.agent_name}
-
-
 def _open_inputs(ref: str, stack: ExitStack) -> tuple[Path, str]:
     """The input file (standard input spooled to a temporary file: it is read twice) and its name."""
     if ref != "-":
@@ -118,69 +99,37 @@ def _index(path: Path, name: str) -> tuple[InputIndex, int]:
     return InputIndex(entries), count
 
 
-def _is_team(path: Path) -> bool:
-    try:
-        return load_file(path).is_team
-    except ConfigError:
-        return False  # loading the agent reports what is wrong with the file
+def _make_batch(command: BatchCommand) -> tuple[Any, str, frozenset[str]]:
+    """A factory of the batch (given its items), the hash resuming checks, and the secrets to redact:
+    what runs per item is resolved (``runner.runnable.resolve``) and dispatched (``open_batch``) as
+    ``runner.batch.run_batch`` does."""
+    from runner.batch.dispatch import open_batch
+    from runner.runnable import resolve
 
-
-def _target(command: BatchCommand) -> tuple[Path, AgentConfig | None, WorkflowConfig | None]:
-    """What runs per item: the team file's workflow (a team file with one, no ``--agent``), or
-    one agent (the file's, or the team agent ``--agent`` names)."""
-    path = find_agent(command.agent)
-    shown = display_path(str(path))
-    team = _is_team(path)
-    if command.agent_name is not None:
-        if not team:
-            raise ConfigError(
-                f"--agent {command.agent_name}: {shown} is not a team file (it is one agent)",
-                hint=f"drop --agent to run {shown} on each input",
-            )
-        return path, load_agent(path, agent=command.agent_name, extra_vars=command.variables.keys()), None
-    workflow = team_workflow(path, extra_vars=command.variables.keys()) if team else None
-    if workflow is None:
-        return path, load_agent(path, extra_vars=command.variables.keys()), None
-    if command.backend == "ray":
-        raise ConfigError(
-            f"{shown} has a workflow: a batch of workflows runs on the local backend, not on Ray",
-            hint="drop --backend ray to run the workflow per input here, or give --agent NAME to run "
-            "one of its agents per input on Ray",
-        )
-    return path, None, workflow
-
-
-def _make_batch(
-    command: BatchCommand, target: tuple[Path, AgentConfig | None, WorkflowConfig | None]
-) -> tuple[Any, str, frozenset[str]]:
-    """A factory of the batch (given its items), the hash resuming checks, and the secrets to redact."""
-    path, config, workflow = target
-    if workflow is None:
-        assert config is not None
+    target = resolve(command.agent, agent=command.agent_name, extra_vars=command.variables.keys())
+    if target.workflow is not None and command.backend == "ray":
+        open_batch(target, (), backend="ray")  # refused: before the inputs are read
+    for config in target.configs.values():
         note_secrets(config)
 
-        def agent_batch(items: Any, **options: Any) -> Batch:
-            return _batch_class(command)(config, items, **options, **_backend_options(command))
+    def make(items: Any, **options: Any) -> Batch:
+        return open_batch(
+            target,
+            items,
+            backend=command.backend,
+            address=command.address,
+            agent_name=command.agent_name,
+            **options,
+        )
 
-        return agent_batch, file_sha256(config.path), frozenset(config.secrets)
-    from runner.batch.workflow_batch import WorkflowBatch
-    from runner.workflow.engine import load_configs
-
-    configs = load_configs(path, workflow)
-    for one in configs.values():
-        note_secrets(one)
-
-    def workflow_batch(items: Any, **options: Any) -> Batch:
-        return WorkflowBatch(path, workflow, items, configs=configs, **options)
-
-    secrets = frozenset().union(*(one.secrets for one in configs.values()))
-    return workflow_batch, file_sha256(path), secrets
+    sha = file_sha256(target.config.path) if target.config is not None else target.sha256
+    return make, sha, target.secrets
 
 
 def run_batch_command(command: BatchCommand, settings: Any) -> int:
     """``runner batch``: the exit code (0 all ok, 1 some failed, 3 a budget stopped it, 130 Ctrl+C)."""
     _check_backend(command)
-    make, agent_sha, secrets = _make_batch(command, _target(command))
+    make, agent_sha, secrets = _make_batch(command)
     with ExitStack() as stack:
         path, name = _open_inputs(command.inputs, stack)
         index, count = _index(path, name)

@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 
-from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.discover import SKIPPED_DIRS
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
@@ -39,11 +38,14 @@ def run_render(
     """Print the first request an agent would send, without calling a model; or a team's workflow."""
     import asyncio
 
+    from runner.runnable import resolve
     from runner.session.opening import first_request
 
-    if agent_name is None and _render_workflow(ref, variables=variables, json_output=json_output):
+    target = resolve(ref, agent=agent_name, extra_vars=variables.keys())
+    if target.workflow is not None:
+        _render_workflow(target, variables=variables, json_output=json_output)
         return
-    config = load_agent(find_agent(ref), agent=agent_name, extra_vars=variables.keys())
+    config = target.config
     note_secrets(config)
     _warn_unknown_vars(config, variables)
     settings = runtime_settings(None)
@@ -72,24 +74,16 @@ def run_render(
             typer.echo(json.dumps(value, ensure_ascii=False))
 
 
-def _render_workflow(ref: str, *, variables: Mapping[str, Any], json_output: bool) -> bool:
-    """Print the workflow of a team file that has one (checked first); False when it has none."""
+def _render_workflow(target: Any, *, variables: Mapping[str, Any], json_output: bool) -> None:
+    """Print the workflow of a team file (checked when it was resolved)."""
     from runner.agentfile.files import inspect_file
+    from runner.cli.render_workflow import render_workflow
     from runner.errors import ConfigErrors
 
-    try:
-        agent_file = load_file(find_agent(ref))
-    except ConfigError:
-        return False  # the one-agent path reports it, as before
-    from runner.cli.render_workflow import has_workflow, render_workflow
-
-    if not has_workflow(agent_file):
-        return False
-    checked, errors = inspect_file(agent_file.path, extra_vars=variables.keys())
+    checked, errors = inspect_file(target.path, extra_vars=variables.keys())
     if errors or checked is None:
         raise ConfigErrors(errors)
     render_workflow(checked, json_output=json_output)
-    return True
 
 
 def runtime_settings(model: str | None, **changes: Any) -> Any:
@@ -155,25 +149,29 @@ def run_agent(
         ref = ref or str(resume.header.get("agent_path", ""))
         agent_name = agent_name or resume.header.get("agent")
     assert ref is not None
-    path = find_agent(ref)
-    if resume is None and agent_name is None and not interactive and _is_team(path):
-        from runner.cli.workflow_cmd import run_workflow, team_workflow
+    from runner.runnable import resolve
 
-        workflow = team_workflow(path, extra_vars=variables.keys())
-        if workflow is not None:
-            return run_workflow(
-                path,
-                workflow,
-                settings,
-                prompts=prompts,
-                variables=dict(variables),
-                json_output=json_output,
-                yes=yes,
-                watch=watch,
-            )
-    config = load_agent(
-        path, agent=agent_name if (agent_name and _is_team(path)) else None, extra_vars=variables.keys()
+    target = resolve(
+        ref,
+        agent=agent_name,
+        extra_vars=variables.keys(),
+        workflows=resume is None and not interactive,
+        door="a resumed agent session" if resume is not None else "the chat (-i)",
     )
+    if target.workflow is not None:
+        from runner.cli.workflow_cmd import run_workflow
+
+        return run_workflow(
+            target,
+            settings,
+            prompts=prompts,
+            variables=dict(variables),
+            json_output=json_output,
+            yes=yes,
+            watch=watch,
+        )
+    config = target.config
+    assert config is not None
     note_secrets(config)
     _warn_unknown_vars(config, variables)
     if resume is not None:
@@ -220,10 +218,6 @@ def _check_same_agent(resume: Any, config: Any) -> None:
             f"not to '{config.name}' ({display_path(str(config.path))})",
             hint=f"runner resume {resume.session_id}, or --agent {recorded} for a team file",
         )
-
-
-def _is_team(path: Path) -> bool:
-    return load_file(path).is_team
 
 
 async def _open_tools(config: Any, settings: Any) -> tuple[Any, list[Any]]:
@@ -275,8 +269,11 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
     """Print the resolved tool table; exit 2 when a source failed."""
     import asyncio
 
+    from runner.runnable import resolve
+
     settings = runtime_settings(None)
-    config = load_agent(find_agent(ref), agent=agent_name)
+    config = resolve(ref, agent=agent_name, workflows=False, door="runner tools").config
+    assert config is not None
     note_secrets(config)
     if check:
         return _check_sources(config, settings)

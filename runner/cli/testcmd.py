@@ -1,12 +1,16 @@
 """``runner test``: each agent's ``tests:`` cases, replayed from their cassettes (SPEC section 12).
 
-A case runs its input with ``Session.run``, as ``runner run -p`` would (turns that hooks queue run
-too), with the model answered by its cassette (strict: a changed request fails with a diff); tools
-run for real. Then ``expect`` is checked: ``output_contains``,
-``output_matches``, ``tools_called`` (in order with ``ordered``), ``max_steps``, and on the
+A case runs its input on the target's runner (``runner.runnable``: an agent's session, or a team
+file's whole workflow), as ``runner run -p`` would (turns that hooks queue run too), with every
+model call answered by its cassette (strict: a changed request fails with a diff; a workflow's steps
+one at a time, in the file's order); tools run for real, and the ones that ask for confirmation are
+refused unless the case says ``yes: true`` (as for a user's ``runner run`` without ``--yes``).
+Then ``expect`` is checked on the run's ``Outcome``: ``status`` (without it, ``limit``,
+``interrupted`` and ``error`` fail), ``tools_refused``, ``output_contains``, ``output_matches``,
+``tools_called`` (in order with ``ordered``; not for a workflow), ``max_steps``, and on the
 structured answer (``output:``; without it, the answer text parsed as JSON) ``output_schema`` and
 ``output_json`` (``runner.testing.expect``). ``--update`` records the cassettes again against the
-live model. A team file's own ``tests:`` are cases of its workflow (``testcmd_workflow``).
+live model, into a file beside it that replaces the cassette only when the case passes.
 """
 
 from __future__ import annotations
@@ -14,25 +18,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import typer
 
-from runner.agentfile import find_agent, load_agent, load_file
-from runner.agentfile.config import AgentConfig, TestCaseConfig
-from runner.agentfile.workflow import WorkflowConfig
+from runner.agentfile.config import TestCaseConfig
 from runner.cli.guard import note_secrets
 from runner.cli.main import display_path
 from runner.errors import RunnerError
+from runner.runnable import Target, runner_for
 from runner.runtime.settings import RuntimeSettings
-from runner.session import RunOptions, Session, open_runtime
-from runner.session.events import AssistantMessage, LoopEvent
+from runner.session import RunOptions
+from runner.session.outcome import Outcome
+from runner.store.transcript import new_session_id
 from runner.testing.expect import Structured, check_expectations
 from runner.text import counted
 from runner.tools.bounded import run_to_end
-
-if TYPE_CHECKING:
-    from runner.session import RunResult
 
 __all__ = ["CaseOutcome", "check_expectations", "run_case", "run_tests", "structured_answer"]
 
@@ -51,12 +52,19 @@ class CaseOutcome:
         return not self.failures
 
 
-def structured_answer(config: AgentConfig, result: RunResult) -> Structured:
-    """The answer a case's structured checks read: the last turn's value under ``output:``, else
-    the answer text parsed as JSON."""
+def structured_answer(target: Target, runner: Any, outcome: Outcome) -> Structured:
+    """The answer a case's structured checks read: the last turn's value under ``output:`` (a
+    workflow's output when it is not text), else the answer text parsed as JSON."""
+    if target.workflow is not None:
+        value = runner.last.output if runner.last is not None else None
+        if value is None:
+            return Structured(missing="the workflow gave no output")
+        return Structured.from_text(value) if isinstance(value, str) else Structured(value)
+    config = target.config
     if config.output is None:
-        return Structured.from_text(result.output)
-    turn = result.turns[-1] if result.turns else None
+        return Structured.from_text(outcome.answer)
+    result = runner.last
+    turn = result.turns[-1] if result is not None and result.turns else None
     if turn is not None and turn.structured:
         return Structured(turn.value)
     ended = f"the turn ended ({turn.reason})" if turn is not None else "no turn ran"
@@ -66,14 +74,10 @@ def structured_answer(config: AgentConfig, result: RunResult) -> Structured:
 
 
 async def run_case(
-    config: AgentConfig, case: TestCaseConfig, settings: RuntimeSettings, *, update: bool
+    target: Target, case: TestCaseConfig, settings: RuntimeSettings, *, update: bool
 ) -> CaseOutcome:
-    """Run one case and check it."""
-    from dataclasses import replace
-
-    from runner.store.replay import ReplayModel
-
-    outcome = CaseOutcome(config.name, case.name)
+    """Run one case of an agent or of a team file's workflow (one runner, one cassette) and check it."""
+    outcome = CaseOutcome(target.name, case.name)
     if case.cassette is None:
         outcome.failures.append(
             "no cassette: add `cassette:` to the case and record it with runner test --update"
@@ -84,40 +88,69 @@ async def run_case(
         settings = replace(settings, record=recording, replay=None)
     else:
         settings = replace(settings, record=None, replay=case.cassette)
-    tools: list[str] = []
-
-    def sink(event: LoopEvent) -> None:
-        if isinstance(event, AssistantMessage):
-            tools.extend(c["function"]["name"] for c in event.message.get("tool_calls") or ())
-
+    if target.workflow is not None and case.expect.tools_called:
+        outcome.failures.append(
+            "expect.tools_called cannot be checked for a workflow (each step is its own session)"
+        )
     start = time.perf_counter()
+    runner = runner_for(target, settings, **({"assume_yes": case.yes} if target.workflow else {}))
     try:
-        runtime = await open_runtime(config, settings)
-        try:
-            options = RunOptions(variables=dict(case.vars), assume_yes=True)
-            async with Session(runtime, sink=sink, options=options) as session:
-                result = await session.run([case.input])
-            model = runtime.model
-            if isinstance(model, ReplayModel) and model.remaining():
-                outcome.failures.append(
-                    "the run made fewer model calls than recorded "
-                    f"({counted(model.remaining(), 'response')} unused)"
-                )
-        finally:
-            await runtime.aclose()
+        ended, unused = await _run(runner, target, case, settings)
     except RunnerError as exc:
         outcome.failures.append(_in_test_terms(exc, update=update))
-        result = None
+        ended = None
+    finally:
+        await runner.aclose()
     outcome.seconds = time.perf_counter() - start
-    if result is not None:
+    if ended is not None:
+        if unused:
+            outcome.failures.append(unused)
         outcome.failures.extend(
             check_expectations(
-                case, result.output, tools, result.steps, structured=structured_answer(config, result)
+                case,
+                ended.answer,
+                list(ended.tools),
+                ended.steps,
+                structured=structured_answer(target, runner, ended),
+                outcome=ended,
             )
         )
     if update:
         _keep_recording(recording, case.cassette, outcome)
     return outcome
+
+
+async def _run(
+    runner: Any, target: Target, case: TestCaseConfig, settings: RuntimeSettings
+) -> tuple[Outcome, str | None]:
+    """The case's run and, when the cassette holds more answers than it used, what to say."""
+    from runner.store.replay import ReplayModel
+
+    if target.workflow is not None:
+        from runner.workflow.cassette import open_cassette
+        from runner.workflow.record import WorkflowRecord
+
+        assert target.workflow is not None
+        cassette = open_cassette(target.workflow, target.path, target.configs, settings)
+        engine = runner.engine(
+            case.input,
+            variables=dict(case.vars),
+            cassette=cassette,
+            record=WorkflowRecord(new_session_id(), None),
+        )
+        ended = await runner.run_engine(engine)
+        notes = runner.last.notes if runner.last is not None else []
+        unused = "; ".join(f"the workflow: {n}" for n in notes if "were not used" in n) or None
+        return ended, unused if ended.ok else None
+    options = RunOptions(variables=dict(case.vars), assume_yes=case.yes)
+    ended = await runner.run([case.input], options=options, raise_errors=True)
+    model = (await runner.open()).model
+    unused = None
+    if isinstance(model, ReplayModel) and model.remaining():
+        unused = (
+            f"the run made fewer model calls than recorded ({counted(model.remaining(), 'response')} unused)"
+        )
+    return ended, unused
 
 
 def _in_test_terms(error: RunnerError, *, update: bool) -> str:
@@ -139,24 +172,17 @@ def _keep_recording(recording: Path, cassette: Path, outcome: CaseOutcome) -> No
     outcome.failures.append(f"the recording failed, so {kept}")
 
 
-def _agents(refs: list[str]) -> tuple[list[AgentConfig], list[tuple[Path, WorkflowConfig]]]:
-    """The agents of the files, and the workflows of team files that have ``tests:`` for them."""
-    from runner.cli.workflow_cmd import team_workflow
+def _targets(refs: list[str]) -> list[Target]:
+    """Every agent of the files, and the workflow of each team file whose ``tests:`` are for it."""
+    from runner.runnable.target import targets_of
 
-    specs: list[AgentConfig] = []
-    workflows: list[tuple[Path, WorkflowConfig]] = []
+    found: list[Target] = []
     for ref in refs:
-        path = find_agent(ref)
-        agent_file = load_file(path)
-        specs.extend(
-            load_agent(path, agent=name if agent_file.is_team else None) for name in agent_file.names
-        )
-        workflow = team_workflow(path) if agent_file.is_team else None
-        if workflow is not None and workflow.tests:
-            workflows.append((path, workflow))
-    for config in specs:
-        note_secrets(config)
-    return specs, workflows
+        found.extend(targets_of(ref))
+    for target in found:
+        for config in target.configs.values():
+            note_secrets(config)
+    return found
 
 
 def _cassette_as_shown(outcome: CaseOutcome, cassette: Path | None) -> CaseOutcome:
@@ -181,20 +207,16 @@ def _show(outcome: CaseOutcome) -> bool:
 
 def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> int:
     """Run every case of every agent; print one line per case and the summary; the exit code."""
-    from runner.cli.testcmd_workflow import run_workflow_case
-
     results: list[bool] = []
     settings = replace(settings, write_transcript=False)
-    agents, workflows = _agents(refs)
-    for config in agents:
-        if not config.tests and not any(path == config.path for path, _ in workflows):
-            typer.echo(f"{config.name}: no tests ({display_path(str(config.path))})", err=True)
-        for case in config.tests:
-            outcome = run_to_end(run_case(config, case, settings, update=update))
-            results.append(_show(_cassette_as_shown(outcome, case.cassette)))
-    for path, workflow in workflows:  # a team file's tests: run its workflow
-        for case in workflow.tests:
-            outcome = run_to_end(run_workflow_case(path, workflow, case, settings, update=update))
+    targets = _targets(refs)
+    workflows = {t.path for t in targets if t.workflow is not None and t.workflow.tests}
+    for target in targets:
+        cases = target.workflow.tests if target.workflow is not None else target.config.tests
+        if target.workflow is None and not cases and target.path not in workflows:
+            typer.echo(f"{target.name}: no tests ({display_path(str(target.path))})", err=True)
+        for case in cases:
+            outcome = run_to_end(run_case(target, case, settings, update=update))
             results.append(_show(_cassette_as_shown(outcome, case.cassette)))
     passed, failed = results.count(True), results.count(False)
     typer.echo(f"{passed} passed, {failed} failed")

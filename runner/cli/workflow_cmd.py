@@ -19,14 +19,16 @@ from typing import Any
 
 import typer
 
-from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
+from runner.runnable.target import Target
+from runner.runnable.target import shown as display
+from runner.runnable.workflow import WorkflowRunner
 from runner.runtime.settings import RuntimeSettings
+from runner.session.outcome import Outcome
 from runner.store.transcript import Transcript
-from runner.workflow.loading import team_workflow
 from runner.workflow.progress import step_line
 
-__all__ = ["resume_workflow", "run_workflow", "team_workflow"]
+__all__ = ["resume_workflow", "run_workflow"]
 
 
 class _Progress:
@@ -78,14 +80,19 @@ async def _watched_run(engine: Any, progress: _Progress, extra_vars: Iterable[st
         await asyncio.gather(watcher, return_exceptions=True)
 
 
-def _drive(engine: Any, progress: _Progress, *, watch: bool = False, extra_vars: Iterable[str] = ()) -> Any:
+def _drive(
+    runner: WorkflowRunner, engine: Any, progress: _Progress, *, watch: bool, extra_vars: Iterable[str]
+) -> Outcome:
     """Run the engine in an event loop here; Ctrl+C (SIGINT) interrupts it instead of killing it."""
     loop = asyncio.new_event_loop()
+    drive = (lambda e: _watched_run(e, progress, extra_vars)) if watch else None
     try:
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, no signals
-            loop.add_signal_handler(signal.SIGINT, engine.interrupt)
-        main = _watched_run(engine, progress, extra_vars) if watch else engine.run()
-        return loop.run_until_complete(main)
+            loop.add_signal_handler(signal.SIGINT, runner.interrupt)
+        try:
+            return loop.run_until_complete(runner.run_engine(engine, drive=drive))
+        finally:
+            loop.run_until_complete(runner.aclose())
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
@@ -94,8 +101,7 @@ def _drive(engine: Any, progress: _Progress, *, watch: bool = False, extra_vars:
 
 
 def _execute(
-    path: Path,
-    workflow: WorkflowConfig,
+    target: Target,
     settings: RuntimeSettings,
     *,
     input: str,
@@ -106,65 +112,54 @@ def _execute(
     watch: bool = False,
 ) -> int:
     from runner.cli.guard import note_secrets
-    from runner.workflow import WorkflowEngine, open_record, resume_state
+    from runner.runnable import WorkflowRunner
     from runner.workflow.cassette import open_cassette
-    from runner.workflow.engine import load_configs
 
-    configs = load_configs(path, workflow)
-    for config in configs.values():
+    assert target.workflow is not None
+    for config in target.configs.values():
         note_secrets(config)
     # before the transcript: a cassette of another workflow is refused with nothing written
     cassette = open_cassette(
-        workflow, path, configs, settings, warn=lambda text: typer.echo(f"warning: {text}", err=True)
+        target.workflow,
+        target.path,
+        target.configs,
+        settings,
+        warn=lambda text: typer.echo(f"warning: {text}", err=True),
     )
-    secrets = frozenset().union(*(config.secrets for config in configs.values()))
-    record = open_record(
-        settings.home,
-        workflow=workflow.name,
-        path=path,
-        input=input,
-        variables=variables,
-        secrets=secrets,
-        models=", ".join(sorted({c.model.id for c in configs.values() if c.model is not None})),
-        write=settings.write_transcript,
-        fsync=settings.fsync,
-        resume=resume,
-    )
+    runner = WorkflowRunner(target, settings, assume_yes=yes)
+    record = runner.record(input, variables, resume=resume)
     progress = _Progress(json_output)
     if json_output:
         progress.emit({"type": "workflow", "session_id": record.session_id, "resumed": resume is not None})
     else:
         verb = "resuming" if resume is not None else "workflow"
-        typer.echo(f"({verb} {workflow.name}: session {record.session_id})", err=True)
-    engine = WorkflowEngine(
-        path,
-        workflow,
-        settings,
-        input=input,
+        typer.echo(f"({verb} {target.workflow.name}: session {record.session_id})", err=True)
+    engine = runner.engine(
+        input,
         variables=variables,
-        record=record,
-        resume=resume_state(resume) if resume is not None else None,
         on_event=progress,
-        configs=configs,
-        assume_yes=yes,
+        resume=resume,
         cassette=cassette,
+        record=record,
     )
-    result = _drive(engine, progress, watch=watch, extra_vars=variables.keys())
-    if result.exit_code in (0, 3) and result.output is not None:
+    outcome = _drive(runner, engine, progress, watch=watch, extra_vars=variables.keys())
+    result = runner.last
+    assert result is not None
+    code = outcome.exit_code()
+    if code in (0, 3) and result.output is not None:
         _show_output(result.output, progress)
     for note in result.notes:
         if not json_output:
             typer.echo(f"note: {note}", err=True)
     if json_output:
-        progress.emit({"type": "end", "exit_code": result.exit_code, "notes": result.notes})
-    if result.exit_code not in (0,):
+        progress.emit({"type": "end", "exit_code": code, "status": outcome.status, "notes": result.notes})
+    if code != 0:
         typer.echo(f"(runner resume {result.session_id} goes on from here)", err=True)
-    return int(result.exit_code)
+    return code
 
 
 def run_workflow(
-    path: Path,
-    workflow: WorkflowConfig,
+    target: Target,
     settings: RuntimeSettings,
     *,
     prompts: list[str],
@@ -174,18 +169,18 @@ def run_workflow(
     watch: bool = False,
 ) -> int:
     """``runner run team.yaml -p INPUT``: the exit code (0, 1 a step failed, 3 a limit, 130 Ctrl+C)."""
+    shown = display(target.path)
     if not prompts:
         if sys.stdin.isatty():
             raise ConfigError(
-                "nothing to run: give the workflow's input with -p", hint=f"runner run {path} -p '...'"
+                "nothing to run: give the workflow's input with -p", hint=f"runner run {shown} -p '...'"
             )
         piped = sys.stdin.read()
         if not piped.strip():
-            raise ConfigError("nothing to run: standard input was empty", hint=f"runner run {path} -p '...'")
+            raise ConfigError("nothing to run: standard input was empty", hint=f"runner run {shown} -p '...'")
         prompts = [piped]
     return _execute(
-        path,
-        workflow,
+        target,
         settings,
         input="\n\n".join(prompts),
         variables=variables,
@@ -208,8 +203,10 @@ def resume_workflow(
     path = Path(str(resume.header.get("agent_path") or ""))
     if not path.is_file():
         raise ConfigError(f"workflow {resume.session_id}: its team file {path} is gone")
-    workflow = team_workflow(path)
-    if workflow is None:
+    from runner.runnable import resolve
+
+    target = resolve(path)
+    if target.workflow is None:
         raise ConfigError(f"workflow {resume.session_id}: {path} has no workflow: any more")
     from runner.store.transcript import file_sha256
 
@@ -221,8 +218,7 @@ def resume_workflow(
         )
     variables = resume.header.get("variables")
     return _execute(
-        path,
-        workflow,
+        target,
         settings,
         input=str(resume.header.get("input", "")),
         variables=dict(variables) if isinstance(variables, dict) else {},

@@ -20,7 +20,6 @@ only while the request itself is awaited, never the caller's own work between tw
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,14 +27,11 @@ from typing import Any
 from runner.errors import ModelError
 from runner.models.base import Model, Reply, Request, StreamEvent, StreamingUnsupported, events_of
 from runner.models.notices import notify
+from runner.models.retry import MAX_RETRY_AFTER_S, RetryPolicy
 
 __all__ = ["MAX_RETRY_AFTER_S", "ResilientModel", "overran"]
 
 _sleep = asyncio.sleep  # tests replace it to record backoff delays
-
-#: The longest a ``Retry-After`` is waited for (a longer one is cut to this; so is one longer than
-#: the model's ``timeout_s``).
-MAX_RETRY_AFTER_S = 60.0
 
 
 class ResilientModel:
@@ -59,6 +55,8 @@ class ResilientModel:
         self.max_backoff_s = max_backoff_s
         # the longest Retry-After honoured: the model's timeout_s, and never past MAX_RETRY_AFTER_S
         self.max_wait_s = min(MAX_RETRY_AFTER_S, max_wait_s) if max_wait_s else MAX_RETRY_AFTER_S
+        #: How long each wait is (``runner.models.retry``: the batch's retries wait by it too).
+        self.policy = RetryPolicy(backoff_s, max_backoff_s, self.max_wait_s)
         self.total_timeout_s = total_timeout_s  # None: a request may take as long as its data keeps coming
         self.last_model: str | None = None  # the model that gave the last answer
         self._cannot_stream: set[int] = set()
@@ -180,22 +178,10 @@ class ResilientModel:
 
     async def _wait(self, model: Model, error: ModelError, attempt: int) -> None:
         """Wait before retry ``attempt + 1``: what the server asked for, else the backoff; say so."""
-        asked = error.retry_after
-        if asked is None:
-            delay = self._delay(attempt)
-            why = ""
-        else:
-            delay = min(asked, self.max_wait_s)
-            why = " as the server asked (Retry-After)"
-            if asked > delay:
-                why = f" (the server asked for {asked:g} s; the most the runner waits is {delay:g} s)"
+        delay, why = self.policy.delay(attempt, error.retry_after)
         reason = error.message.removeprefix(f"{model.name}: ").rstrip(".")
         notify(f"{model.name}: {reason}; retrying in {delay:.1f} s{why} ({attempt + 1} of {self.retries})")
         await _sleep(delay)
-
-    def _delay(self, attempt: int) -> float:
-        delay: float = min(self.max_backoff_s, self.backoff_s * 2.0**attempt)
-        return delay * random.uniform(0.75, 1.25)
 
     def _failure(self, errors: dict[int, ModelError]) -> ModelError:
         """The last error alone, or (with fallbacks) one error that lists each model's last error."""

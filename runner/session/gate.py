@@ -54,6 +54,8 @@ class Confirmation:
         self.assume_yes = assume_yes
         self.ask = ask
         self.always: set[str] = set()
+        #: The tools refused because nobody could be asked (no ``--yes``, not interactive), in order.
+        self.refused: list[str] = []
         self._asking = asyncio.Lock()
 
     async def check(self, tool: Tool, arguments: dict[str, Any], step: StepCalls) -> CallDecision | None:
@@ -61,6 +63,7 @@ class Confirmation:
         if self.assume_yes or tool.name in self.always:
             return None
         if self.ask is None:
+            self.refused.append(tool.name)
             return CallDecision.deny(
                 f"Refused: {tool.name} needs the user's confirmation and this run is not interactive "
                 "(run with --yes to allow it)."

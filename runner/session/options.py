@@ -11,8 +11,8 @@ from runner.agentfile.config import LimitsConfig
 from runner.agentfile.output import OutputSchema
 from runner.errors import LimitReached
 from runner.models.base import ToolCall, Usage
-from runner.session.decisions import LIMIT_REASONS
 from runner.session.gate import ConfirmFn
+from runner.session.outcome import Outcome, status_of
 from runner.session.turn import TurnResult
 
 __all__ = ["RunOptions", "RunResult", "lowered_limits"]
@@ -49,6 +49,11 @@ class RunResult:
     dropped: int = 0
     #: Why ``session_start`` ended the session, when it did.
     ended: str | None = None
+    #: The tools the model called in this run, in order, and those refused for want of a confirmation.
+    tools: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    #: A ``turn_post`` / ``loop_continue`` hook stopped the run of queued inputs.
+    stopped: bool = False
 
     @property
     def output(self) -> str:
@@ -83,15 +88,46 @@ class RunResult:
         """Calls of client tools waiting for the caller's results (reason "client_tools")."""
         return self.turns[-1].client_calls if self.turns else []
 
+    @property
+    def outcome(self) -> Outcome:
+        """How the run ended, as every door reads it (``runner.session.outcome``)."""
+        reasons = [turn.reason for turn in self.turns]
+        status = status_of(reasons, dropped=self.dropped, stopped=self.stopped or self.ended is not None)
+        last = self.turns[-1] if self.turns else None
+        return Outcome(
+            status,
+            self.reason,
+            answer=self.output,
+            data=last.value if last is not None and last.structured else None,
+            usage=self.usage,
+            session_id=self.session_id,
+            tools=self.tools,
+            refused=self.refused,
+            limit=self._limit_text() if status == "limit" else None,
+            error=self._why(status),
+            dropped=self.dropped,
+            steps=self.steps,
+        )
+
+    def _limit_text(self) -> str:
+        limit = self.limit
+        if limit is not None:
+            return limit.message
+        if self.dropped:
+            return f"{self.dropped} queued input(s) dropped (limits.max_queue / limits.max_turns)"
+        return self.reason
+
+    def _why(self, status: str) -> str | None:
+        if status == "stopped":
+            return self.ended or f"the turn was stopped ({self.reason})"
+        if status == "interrupted":
+            return "interrupted"
+        return None
+
     def exit_code(self, *, interactive: bool = False) -> int:
-        """0 done, 3 a limit ended a turn or dropped queued input, 130 interrupted (0 interactively)."""
-        code = 3 if self.dropped else 0
-        for turn in self.turns:
-            if turn.reason == "interrupted":
-                code = max(code, 0 if interactive else 130)
-            elif turn.reason in LIMIT_REASONS:
-                code = max(code, 3)
-        return code
+        """The outcome's exit code: 0 done or stopped, 3 a limit ended a turn or dropped queued input,
+        130 interrupted (0 interactively)."""
+        return self.outcome.exit_code(interactive=interactive)
 
 
 def lowered_limits(limits: LimitsConfig, lower: Mapping[str, Any]) -> LimitsConfig:

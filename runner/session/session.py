@@ -94,6 +94,9 @@ class Session:
         self._started = False
         self._closed = False
         self._dropped = 0
+        self._stopped = False  # a hook stopped the run of queued inputs (this run)
+        #: The tools the model called, in order (each run's share is its ``RunResult.tools``).
+        self.calls: list[str] = []
         self._lease: RuntimeHost | None = None  # the host this session holds its runtime from
         self._config_recorded = ""  # the configuration hash the transcript last recorded
         self.ended: str | None = None
@@ -209,6 +212,8 @@ class Session:
         """
         token = _current.set(self)
         dropped_before = self._dropped
+        calls_before, refused_before = len(self.calls), len(self.confirmation.refused)
+        self._stopped = False
         turns: list[TurnResult] = []
         notices = model_notices.listen(self._model_notice)  # retries and waits, told to this user
         try:
@@ -223,7 +228,16 @@ class Session:
         finally:
             model_notices.stop(notices)
             _current.reset(token)
-        return RunResult(turns, self.session_id, self.usage, self._dropped - dropped_before, self.ended)
+        return RunResult(
+            turns,
+            self.session_id,
+            self.usage,
+            self._dropped - dropped_before,
+            self.ended,
+            tools=tuple(self.calls[calls_before:]),
+            refused=tuple(self.confirmation.refused[refused_before:]),
+            stopped=self._stopped,
+        )
 
     async def _drain(self, turns: list[TurnResult], waiting: bool) -> None:
         if waiting:
@@ -310,6 +324,7 @@ class Session:
                 return False
             stop = self.hooks.apply(event, outcome)
             if stop is not None:
+                self._stopped = True
                 self._drop_queue("hook", f"a {event} hook stopped the run: {stop.reason}")
                 return True
         return True

@@ -239,6 +239,7 @@ class Turn:
         if reply.reasoning:
             extra["reasoning"] = reply.reasoning
         self.conversation.append(message, **extra)
+        session.calls.extend(c["function"]["name"] for c in message.get("tool_calls") or ())
         session.sink(AssistantMessage(message))
         self.output = reply.content or ""
         plan = session.output_plan

@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.agentfile.config import TestCaseConfig
 from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.session.outcome import Outcome
 from runner.text import counted, one_line
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "check_expectations",
     "json_equal",
     "lookup",
+    "outcome_problems",
     "output_json_problems",
     "structured_problems",
 ]
@@ -176,6 +178,23 @@ def structured_problems(
     return problems
 
 
+def outcome_problems(case: TestCaseConfig, outcome: Outcome) -> list[str]:
+    """How the run's end missed ``expect.status`` (without it: a run that ended with a limit, an
+    interruption or an error fails) and ``expect.tools_refused``."""
+    expect, problems = case.expect, []
+    wanted = expect.status
+    if wanted is not None and outcome.status != wanted:
+        why = outcome.why()
+        problems.append(f"the run ended {outcome.status}" + (f" ({why})" if why else "") + f", not {wanted}")
+    elif wanted is None and not outcome.ok:
+        problems.append(f"the run ended {outcome.status}: {outcome.why()}")
+    missing = [name for name in expect.tools_refused if name not in outcome.refused]
+    if missing:
+        refused = list(outcome.refused)
+        problems.append(f"tools not refused: {missing} (refused: {refused}; called: {list(outcome.tools)})")
+    return problems
+
+
 def check_expectations(
     case: TestCaseConfig,
     output: str,
@@ -183,11 +202,13 @@ def check_expectations(
     steps: int,
     *,
     structured: Structured | None = None,
+    outcome: Outcome | None = None,
 ) -> list[str]:
     """The ways the run missed ``case.expect`` (empty when it met them all); ``structured`` is the
-    answer ``output_schema`` and ``output_json`` check (None: ``output`` parsed as JSON)."""
+    answer ``output_schema`` and ``output_json`` check (None: ``output`` parsed as JSON);
+    ``outcome``, how the run ended (``status``, ``tools_refused``)."""
     expect = case.expect
-    problems = []
+    problems = outcome_problems(case, outcome) if outcome is not None else []
     for text in expect.output_contains:
         if text not in output:
             problems.append(f"the output does not contain {text!r}")

@@ -37,19 +37,38 @@ from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session
 from runner.session.events import LoopEvent, UsageUpdate
+from runner.session.outcome import STATUSES, Outcome, Status
 from runner.text import one_line
 from runner.workflow.agents import WorkflowAgents
 from runner.workflow.budget import WorkflowBudget
 from runner.workflow.cassette import WorkflowCassette, open_cassette
 from runner.workflow.expressions import Evaluator
 from runner.workflow.loading import load_configs
-from runner.workflow.outcomes import Outcome, Restart, Stop, agent_outcome, final_output, worst
+from runner.workflow.outcomes import (
+    Restart,
+    StepOutcome,
+    Stop,
+    agent_outcome,
+    answer_text,
+    final_output,
+    worst,
+)
 from runner.workflow.record import ResumeState, WorkflowRecord
 
 __all__ = ["WorkflowEngine", "WorkflowResult", "load_configs"]
 
 #: ``loop:`` without ``max_iterations`` (``runner validate`` refuses it; a safety net).
 DEFAULT_MAX_ITERATIONS = 10
+
+
+#: A workflow run's reason for each status, as an agent's turn would say it.
+_REASONS: dict[str, str] = {
+    "ok": "done",
+    "stopped": "hook",
+    "limit": "limit",
+    "interrupted": "interrupted",
+    "error": "error",
+}
 
 
 @dataclass
@@ -61,7 +80,7 @@ class WorkflowResult:
     output: Any = None
     notes: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    #: ok | error | limit | interrupted
+    #: ok | stopped | error | limit | interrupted (``runner.session.outcome``)
     status: str = "ok"
     #: Agent steps run, those reused from a resume included.
     agent_steps: int = 0
@@ -69,6 +88,27 @@ class WorkflowResult:
     transient: bool = False
     #: Every agent step finished ``ok`` and its output (what a resume or a retry reuses).
     finished: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the run ended, as every door reads it (the same rule as an agent's session)."""
+        status: Status = self.status if self.status in STATUSES else "error"  # type: ignore[assignment]
+        if self.exit_code == 130:
+            status = "interrupted"
+        why = "; ".join(self.notes) or None
+        value = self.output
+        return Outcome(
+            status,
+            _REASONS[status],
+            answer=answer_text(value),
+            data=None if isinstance(value, str) else value,
+            usage=self.usage,
+            session_id=self.session_id,
+            limit=why if status == "limit" else None,
+            error=why if status in ("error", "stopped", "interrupted") else None,
+            transient=self.transient,
+            steps=self.agent_steps,
+        )
 
 
 class WorkflowEngine:
@@ -130,6 +170,8 @@ class WorkflowEngine:
         self.evaluator = Evaluator(path)
         self.notes: list[str] = []
         self.soft_code = 0
+        #: Agent steps a hook stopped (status ``stopped``): the run's status, when nothing worse.
+        self.stopped: list[str] = []
         self.interrupted = False
         self._sessions: set[Session] = set()
 
@@ -142,7 +184,7 @@ class WorkflowEngine:
         try:
             output = await self._run_steps()
             code = self.soft_code
-            status = "ok" if code == 0 else "limit"
+            status = ("stopped" if self.stopped else "ok") if code == 0 else "limit"
         except Stop as stop:
             code, status = stop.code, {1: "error", 3: "limit", 130: "interrupted"}.get(stop.code, "error")
             transient = stop.transient
@@ -233,32 +275,34 @@ class WorkflowEngine:
             last = (await self._step(step, scope, prefix)).output
         return last
 
-    async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> Outcome:
+    async def _step(self, step: Step, scope: dict[str, Any], prefix: str) -> StepOutcome:
         key = prefix + step.id
         # A finished agent step is reused as it is; a finished parallel, for_each or loop runs again
         # over its finished sub-steps (all reused), so that their own ids are in ``steps`` again.
         if key in self.done and step.kind == "agent":
-            outcome = Outcome("ok", self.done[key])
+            outcome = StepOutcome("ok", self.done[key])
             if key not in self.finished:  # a --watch restart reuses quietly what this run did
                 self.on_event({"type": "step_reused", "key": key, "id": step.id})
         else:
             outcome = await self._fresh(step, key, scope)
-        if step.kind == "agent" and outcome.status == "ok":
+        if step.kind == "agent" and outcome.status in ("ok", "stopped"):
             self.finished[key] = outcome.output
+        if outcome.status == "stopped":
+            self.stopped.append(key)
         scope["steps"][step.id] = {"output": outcome.output, "status": outcome.status}
         if outcome.status == "error" and step.on_error == "stop":
             raise Stop(1, f"step {key} failed: {outcome.error}", transient=outcome.transient)
         return outcome
 
-    async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
+    async def _fresh(self, step: Step, key: str, scope: dict[str, Any]) -> StepOutcome:
         context = self._context(scope)
         try:
             if step.when is not None and not self.evaluator.truth(step.when, context, where=f"{key}: when"):
-                outcome = Outcome("skipped")
+                outcome = StepOutcome("skipped")
                 self._end(step, key, outcome, started=time.monotonic())
                 return outcome
         except ConfigError as exc:
-            outcome = Outcome("error", error=exc.message)
+            outcome = StepOutcome("error", error=exc.message)
             self._end(step, key, outcome, started=time.monotonic())
             return outcome
         if step.kind == "agent":
@@ -273,7 +317,7 @@ class WorkflowEngine:
             else:
                 outcome = await self._loop(step, key, scope)
         except ConfigError as exc:
-            outcome = Outcome("error", error=exc.message)
+            outcome = StepOutcome("error", error=exc.message)
         self._end(step, key, outcome, started=started)
         return outcome
 
@@ -301,19 +345,19 @@ class WorkflowEngine:
             raise worst(stops)
         return results
 
-    async def _parallel(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
+    async def _parallel(self, step: Step, key: str, scope: dict[str, Any]) -> StepOutcome:
         prefix = f"{key}/"
         outcomes = await self._gather([self._step(sub, scope, prefix) for sub in step.steps])
-        return Outcome("ok", {sub.id: o.output for sub, o in zip(step.steps, outcomes, strict=True)})
+        return StepOutcome("ok", {sub.id: o.output for sub, o in zip(step.steps, outcomes, strict=True)})
 
-    async def _for_each(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
+    async def _for_each(self, step: Step, key: str, scope: dict[str, Any]) -> StepOutcome:
         assert step.for_each is not None and step.step is not None
         items = self.evaluator.evaluate(step.for_each, self._context(scope), where=f"{key}: for_each")
         if not isinstance(items, list | tuple):
             kind = type(items).__name__
-            return Outcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
+            return StepOutcome("error", error=f"for_each {step.for_each!r} gave a {kind}, not a list")
         if len(items) > step.max_items:  # refused before any item starts: nothing is spent on it
-            return Outcome(
+            return StepOutcome(
                 "error",
                 error=f"for_each {step.for_each!r} gave {len(items)} items, more than its max_items "
                 f"({step.max_items}); no item was started (raise max_items on the step to allow more)",
@@ -327,9 +371,9 @@ class WorkflowEngine:
                 return (await self._step(inner, item_scope, f"{key}[{index}]/")).output
 
         outputs = await self._gather([one(i, item) for i, item in enumerate(items)])
-        return Outcome("ok", outputs)
+        return StepOutcome("ok", outputs)
 
-    async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> Outcome:
+    async def _loop(self, step: Step, key: str, scope: dict[str, Any]) -> StepOutcome:
         most = step.max_iterations or DEFAULT_MAX_ITERATIONS
         last: Any = None
         outer = scope.get("iteration")  # a loop inside a loop: the outer one's comes back after
@@ -340,18 +384,18 @@ class WorkflowEngine:
                 if step.until is not None and self.evaluator.truth(
                     step.until, self._context(scope), where=f"{key}: until"
                 ):
-                    return Outcome("ok", last)
+                    return StepOutcome("ok", last)
         finally:
             if outer is None:
                 scope.pop("iteration", None)
             else:
                 scope["iteration"] = outer
         if step.until is None:
-            return Outcome("ok", last)
+            return StepOutcome("ok", last)
         note = f"loop {key} stopped at max_iterations ({most}) before its until held: {step.until}"
         self.notes.append(note)
         self.soft_code = max(self.soft_code, 3)
-        return Outcome("limit", last, error=note)
+        return StepOutcome("limit", last, error=note)
 
     # ----------------------------------------------------------------- agent steps
 
@@ -375,26 +419,26 @@ class WorkflowEngine:
         }
         return text, values
 
-    async def _agent(self, step: Step, key: str, context: dict[str, Any]) -> Outcome:
+    async def _agent(self, step: Step, key: str, context: dict[str, Any]) -> StepOutcome:
         assert step.agent is not None
         self._check_start(key)
         started = time.monotonic()
         try:
             text, values = self._inputs(step, key, context)
         except ConfigError as exc:
-            outcome = Outcome("error", error=exc.message)
+            outcome = StepOutcome("error", error=exc.message)
             self._end(step, key, outcome, started=started)
             return outcome
         self._start(step, key, input=text)
         try:
             runtime = await self.agents.acquire(step.agent)
         except RunnerError as exc:  # its tools or model cannot open: the step fails (on_error decides)
-            outcome = Outcome("error", error=f"agent {step.agent} could not start: {exc.message}")
+            outcome = StepOutcome("error", error=f"agent {step.agent} could not start: {exc.message}")
             self._end(step, key, outcome, started=started)
             return outcome
         try:
             if self.interrupted:  # Ctrl+C while the runtime opened: the session does not start
-                self._end(step, key, Outcome("interrupted", error="interrupted"), started=started)
+                self._end(step, key, StepOutcome("interrupted", error="interrupted"), started=started)
                 raise Stop(130, f"interrupted before {key} began")
             session, outcome = await self._session(runtime, text, values)
         finally:
@@ -408,7 +452,7 @@ class WorkflowEngine:
 
     async def _session(
         self, runtime: AgentRuntime, text: str, values: dict[str, Any]
-    ) -> tuple[Session, Outcome]:
+    ) -> tuple[Session, StepOutcome]:
         """One agent step's child session on ``runtime``, run to its end, and what it gave."""
         options = RunOptions(
             variables={**self.variables, **values},
@@ -421,7 +465,7 @@ class WorkflowEngine:
             result = await session.run([text])
         except RunnerError as exc:
             transient = isinstance(exc, ModelError) and exc.transient
-            outcome = Outcome("error", error=exc.message, transient=transient)
+            outcome = StepOutcome("error", error=exc.message, transient=transient)
         else:
             outcome = agent_outcome(runtime, result)
         finally:
@@ -444,7 +488,7 @@ class WorkflowEngine:
         self.on_event({"type": "step_start", **event})
 
     def _end(
-        self, step: Step, key: str, outcome: Outcome, *, started: float, session: Session | None = None
+        self, step: Step, key: str, outcome: StepOutcome, *, started: float, session: Session | None = None
     ) -> None:
         event: dict[str, Any] = {
             "key": key,

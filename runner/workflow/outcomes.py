@@ -1,4 +1,9 @@
-"""How steps and workflow runs end: ``Outcome`` (a step's), ``Stop`` (the run's), the workflow's answer."""
+"""How steps and workflow runs end: ``StepOutcome`` (a step's), ``Stop`` (the run's), the workflow's answer.
+
+An agent step's status is its session's ``Outcome`` status (``runner.session.outcome``: the rule
+every door shares): ``ok`` and ``stopped`` (a hook's ``stop``) give their answer to the steps after;
+``limit`` and ``interrupted`` stop the workflow (exit 3, 130); ``error`` is the step's ``on_error``.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,15 @@ from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
 from runner.runtime.runtime import AgentRuntime
-from runner.session.decisions import LIMIT_REASONS
 from runner.workflow.expressions import Evaluator, plain
 
 __all__ = [
     "SEVERITY",
-    "Outcome",
     "Restart",
+    "StepOutcome",
     "Stop",
     "agent_outcome",
+    "answer_text",
     "checked_output",
     "final_output",
     "worst",
@@ -45,13 +50,23 @@ class Restart(Exception):
 
 
 @dataclass
-class Outcome:
+class StepOutcome:
     """How one step ended, and its output."""
 
-    status: str  # ok | error | skipped | limit | interrupted
+    status: str  # ok | stopped | error | skipped | limit | interrupted
     output: Any = None
     error: str | None = None
     transient: bool = False
+
+
+def answer_text(value: Any) -> str:
+    """A workflow's output as text (a batch line's ``answer``, an outcome's): a string as it is,
+    anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def worst(stops: list[Stop]) -> Stop:
@@ -109,16 +124,11 @@ async def checked_output(
     )
 
 
-def agent_outcome(runtime: AgentRuntime, result: Any) -> Outcome:
-    """What an agent step's finished session gave: its output, or why it did not."""
-    reason = result.reason
-    if reason == "interrupted":
-        return Outcome("interrupted", error="interrupted")
-    if result.limit is not None or reason in LIMIT_REASONS:
-        why = result.limit.message if result.limit is not None else reason
-        return Outcome("limit", error=why)
-    if reason not in ("done",):
-        return Outcome("error", error=f"the agent's turn ended: {reason}")
-    if runtime.config.output is not None:
-        return Outcome("ok", plain(result.data))
-    return Outcome("ok", result.output)
+def agent_outcome(runtime: AgentRuntime, result: Any) -> StepOutcome:
+    """What an agent step's finished session gave: its status (the session's ``Outcome``), and its
+    output or why it has none."""
+    outcome = result.outcome
+    if outcome.status in ("interrupted", "limit", "error"):
+        return StepOutcome(outcome.status, error=outcome.why())
+    output = plain(result.data) if runtime.config.output is not None else result.output
+    return StepOutcome(outcome.status, output, error=outcome.why())

@@ -94,7 +94,7 @@ def resume_state(transcript: Transcript) -> ResumeState:
         if record.get("event") != "step_end":
             continue
         data = record.get("data") or {}
-        if data.get("status") != "ok" or not isinstance(data.get("key"), str):
+        if data.get("status") not in ("ok", "stopped") or not isinstance(data.get("key"), str):
             continue
         state.outputs[data["key"]] = data.get("output")
         if data.get("kind") == "agent":

@@ -175,7 +175,7 @@ def test_interrupt_stops_running_items_and_starts_no_new_one() -> None:
     started = time.monotonic()
     batch, results = asyncio.run(main())
     assert time.monotonic() - started < 4  # not the 5 s the model takes
-    assert len(results) == 2 and all(r.interrupted and r.status == "error" for r in results)
+    assert len(results) == 2 and all(r.interrupted and r.status == "interrupted" for r in results)
     assert batch.stats.interrupted == 2 and len(model.starts) == 2
 
 

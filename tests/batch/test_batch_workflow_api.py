@@ -12,7 +12,7 @@ import pytest
 import runner.workflow.agents as workflow_agents
 from runner.batch import BatchLimits, RateLimiter, as_items, run_batch
 from runner.batch.workflow_batch import WorkflowBatch
-from runner.batch.workflow_item import team_workflow
+from runner.workflow.loading import team_workflow
 from runner.errors import ConfigError
 from runner.models.base import Usage
 from runner.runtime.settings import RuntimeSettings
@@ -125,7 +125,7 @@ def test_interrupt_stops_the_running_workflows_and_they_are_marked_not_written(t
     results = asyncio.run(asyncio.wait_for(main(), 20))
     by_id = {r.id: r for r in results}
     assert by_id[1].ok and by_id[3].ok and not by_id[1].interrupted
-    assert by_id[2].interrupted and by_id[2].status == "error"
+    assert by_id[2].interrupted and by_id[2].status == "interrupted"
     assert batch.stats.interrupted == 1 and batch.stats.ok == 2
 
 

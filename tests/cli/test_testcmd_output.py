@@ -201,9 +201,9 @@ def test_without_output_an_answer_that_is_not_json_fails_clearly(cli: Invoke, tm
 
 
 def test_a_turn_that_ends_without_an_answer_has_no_structured_output(cli: Invoke, tmp_path: Path) -> None:
-    agent = write_agent(tmp_path / "a", limits="limits:\n  max_steps: 1\n")
+    agent = write_agent(tmp_path / "a", expect="status: limit", limits="limits:\n  max_steps: 1\n")
     record(cli, agent, SCRIPT[:1])  # one step: the tool call, then limits.max_steps ends the turn
-    code, problems = replay(cli, agent, "output_json: {city: Vancouver}")
+    code, problems = replay(cli, agent, "status: limit\noutput_json: {city: Vancouver}")
     assert code == 1
     assert problems == [
         "output_json cannot be checked: no structured output: the turn ended (max_steps) "

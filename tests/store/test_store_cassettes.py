@@ -245,7 +245,7 @@ def test_a_cassette_recorded_from_a_hook_queued_turn_replays_in_runner_test(
         "prompts:\n  system: You answer.\nlimits:\n  max_turns: 2\n"
         "hooks:\n  turn_post:\n    - message: Check your answer.\n"
         "tests:\n  - name: reviewed\n    input: Is water wet?\n    cassette: reviewed.jsonl\n"
-        "    expect:\n      output_contains: checked\n"
+        "    expect:\n      output_contains: checked\n      status: limit\n"
     )
     with ScriptedServer([{"content": "Yes."}, {"content": "Yes, checked."}]) as server:
         monkeypatch.setenv("REVIEW_BASE", server.base_url)
@@ -263,6 +263,7 @@ def test_a_cassette_recorded_from_a_hook_queued_turn_replays_in_runner_test(
         assert len(server.requests) == 2
     monkeypatch.delenv("REVIEW_BASE")
     assert recorded.exit_code == 3, recorded.output  # the third turn the hook queued was over max_turns
+    # runner test reads the run's end as runner run does: a limit (expect.status says it is meant)
     result = CliRunner().invoke(app, ["test", str(folder / "agent.yaml")])
     assert result.exit_code == 0, result.output
     assert "PASS reviewer/reviewed" in result.output

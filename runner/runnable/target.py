@@ -1,0 +1,163 @@
+"""What a user names, resolved once: an agent target or a workflow target (``resolve``).
+
+Every door (``runner run`` / ``resume`` / ``test`` / ``render`` / ``batch`` / ``eval``, ``runner.Agent``,
+``runner.batch.run_batch``) calls ``resolve`` with what it was given — an agent file, a team file
+with or without a ``workflow:``, ``--agent NAME`` of a team, ``--rev``, a ``git+URL`` — and gets one
+``Target``; no door asks itself whether a file is a team or has a workflow.
+
+- a one-agent file → that agent;
+- a team file with ``--agent NAME`` → that member (an unknown name: "did you mean");
+- a team file with a ``workflow:`` → the workflow;
+- a team file without a workflow → its one member, or an error listing the members;
+- ``--agent`` on a one-agent file → an error, unless it names that agent (a resumed session does);
+- a workflow where the door runs only agents (``workflows=False``) → an error naming the door.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from runner.agentfile.config import AgentConfig
+from runner.agentfile.files import AgentFile, agent_at, load_agent, load_file
+from runner.agentfile.workflow import WorkflowConfig
+from runner.errors import ConfigError
+from runner.store.transcript import file_sha256
+
+__all__ = ["Target", "resolve", "shown", "targets_of"]
+
+
+def shown(path: Path) -> str:
+    """``path`` as a user reads it: relative to the current folder when below it."""
+    try:
+        return str(Path(path).absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to run: an agent (``config``) or a team file's workflow (``workflow`` and the
+    configurations of the agents its steps run)."""
+
+    kind: Literal["agent", "workflow"]
+    #: The file (for ``--rev`` / ``git+``: the file in the revision's tree).
+    path: Path
+    config: AgentConfig | None = None
+    workflow: WorkflowConfig | None = None
+    #: Every agent this target runs, by name (the one agent, or the workflow's members).
+    configs: dict[str, AgentConfig] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The agent's name, or the workflow's."""
+        if self.workflow is not None:
+            return self.workflow.name
+        assert self.config is not None
+        return self.config.name
+
+    @property
+    def is_workflow(self) -> bool:
+        return self.kind == "workflow"
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The secret values of every agent the target runs (what redaction masks)."""
+        return frozenset().union(*(config.secrets for config in self.configs.values()))
+
+    @property
+    def sha256(self) -> str:
+        """The hash of the file (what a batch's resume checks)."""
+        return file_sha256(self.path)
+
+    @property
+    def models(self) -> str:
+        """The model ids of every agent it runs, for a transcript's header."""
+        return ", ".join(sorted({c.model.id for c in self.configs.values() if c.model is not None}))
+
+
+def resolve(
+    ref: str | Path,
+    *,
+    agent: str | None = None,
+    rev: str | None = None,
+    extra_vars: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    workflows: bool = True,
+    door: str = "this command",
+) -> Target:
+    """The target ``ref`` names (with ``--agent`` / ``--rev``); one ``ConfigError`` per bad case.
+
+    ``workflows=False``: ``door`` (e.g. "the chat (-i)") runs one agent only; a team file whose
+    workflow would run is refused, naming the door and the members ``--agent`` can pick.
+    """
+    path = _located(ref, rev=rev, home=home)
+    extra = list(extra_vars)
+    agent_file = load_file(path, env=env)
+    if agent is not None and not (agent_file.is_team or agent in agent_file.names):
+        raise ConfigError(
+            f"--agent {agent}: {shown(path)} is not a team file (it is one agent)",
+            hint=f"drop --agent to run {shown(path)}",
+        )
+    if agent is not None or not agent_file.is_team:  # the member named, or the file's one agent
+        config = load_agent(path, agent=agent, env=env, extra_vars=extra)
+        return Target("agent", path, config=config, configs={config.name: config})
+    workflow = _workflow(path, agent_file, extra)
+    if workflow is None:
+        if len(agent_file.names) != 1:
+            raise ConfigError(
+                f"{shown(path)} is a team of {len(agent_file.names)} agents and has no workflow: "
+                "name the one to run with --agent",
+                file=str(path),
+                hint="agents here: " + ", ".join(agent_file.names),
+            )
+        config = load_agent(path, agent=agent_file.names[0], env=env, extra_vars=extra)
+        return Target("agent", path, config=config, configs={config.name: config})
+    if not workflows:
+        raise ConfigError(
+            f"{shown(path)} runs a workflow, and {door} runs one agent",
+            file=str(path),
+            hint="give --agent NAME to run one of its agents: " + ", ".join(agent_file.names),
+        )
+    from runner.workflow.loading import load_configs
+
+    return Target("workflow", path, workflow=workflow, configs=load_configs(path, workflow))
+
+
+def targets_of(ref: str | Path, *, extra_vars: Iterable[str] = ()) -> list[Target]:
+    """Every target of a file (``runner test``): each of its agents, then its workflow if it has one."""
+    path = _located(ref, rev=None, home=None)
+    agent_file = load_file(path)
+    found = []
+    for name in agent_file.names:
+        config = load_agent(path, agent=name if agent_file.is_team else None, extra_vars=extra_vars)
+        found.append(Target("agent", path, config=config, configs={config.name: config}))
+    workflow = None
+    if agent_file.is_team:  # with every check validate makes: team ``tests:`` need a workflow
+        from runner.workflow.loading import team_workflow
+
+        workflow = team_workflow(path, extra_vars=extra_vars)
+    if workflow is not None:
+        from runner.workflow.loading import load_configs
+
+        found.append(Target("workflow", path, workflow=workflow, configs=load_configs(path, workflow)))
+    return found
+
+
+def _located(ref: str | Path, *, rev: str | None, home: Path | None) -> Path:
+    if isinstance(ref, Path):
+        return agent_at(str(ref), rev=rev, home=home) if rev is not None else ref
+    return agent_at(ref, rev=rev, home=home)
+
+
+def _workflow(path: Path, agent_file: AgentFile, extra: list[str]) -> WorkflowConfig | None:
+    """The team file's workflow, with every check ``runner validate`` makes (None: it has none)."""
+    data = agent_file.document.data
+    if not isinstance(data, dict) or data.get("workflow") is None:
+        return None
+    from runner.workflow.loading import team_workflow
+
+    return team_workflow(path, extra_vars=extra)
