@@ -25,8 +25,8 @@ from runner.agentfile.workflow import WorkflowConfig
 from runner.batch import Batch, BatchLimits, check_unique, parse_lines
 from runner.batch.outfile import InputIndex, OutFile
 from runner.cli.batch_progress import BatchProgress, summary_line
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.cli.workflow_cmd import team_workflow
 from runner.errors import ConfigError, StorageError
 from runner.store.disk import check_writable, storage_error

@@ -11,8 +11,8 @@ import typer
 
 from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.discover import SKIPPED_DIRS
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.errors import ConfigError
 from runner.text import counted
 

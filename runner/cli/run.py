@@ -241,7 +241,7 @@ def _failed(error: RunnerError, session_id: str) -> int:
     """Report a failed run and how to go on from where it stopped; its exit code."""
     import typer
 
-    from runner.cli.main import debug_enabled, echo_error
+    from runner.cli.common import debug_enabled, echo_error
 
     if debug_enabled():
         raise error

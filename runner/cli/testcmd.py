@@ -21,8 +21,8 @@ import typer
 from runner.agentfile import find_agent, load_agent, load_file
 from runner.agentfile.config import AgentConfig, TestCaseConfig
 from runner.agentfile.workflow import WorkflowConfig
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.errors import RunnerError
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
