@@ -57,7 +57,13 @@ def test_help_imports_only_the_cli_and_the_leaf_modules() -> None:
     # (cli/guard.py -> store/transcript.py -> agentfile/revisions.py), and the exit path the worker
     # threads (asyncio); --help needs none of them
     modules = _run("--help")[0]
-    assert _runner_packages(modules) == {"runner.cli", "runner.errors", "runner.redact", "runner.text"}
+    assert _runner_packages(modules) == {
+        "runner.cli",
+        "runner.errors",
+        "runner.redact",
+        "runner.text",
+        "runner.version",
+    }
     assert sorted({"asyncio", "yaml", "jsonschema", "jinja2"} & modules) == []
 
 
@@ -66,7 +72,7 @@ def test_validate_imports_the_agent_file_package_but_no_runtime() -> None:
     examples = sorted(str(p) for p in (ROOT / "examples").glob("*.yaml"))
     modules = _run("validate", *examples)[0]
     assert _runner_packages(modules) <= {
-        *("runner.cli", "runner.errors", "runner.redact", "runner.text"),
+        *("runner.cli", "runner.errors", "runner.redact", "runner.text", "runner.version"),
         *("runner.agentfile", "runner.resources", "runner.tools"),
     }
     assert "runner.agentfile.config" in modules  # the parser works: validate does build configurations

@@ -36,7 +36,7 @@ from runner.tools.base import RunContext, Tool
 if TYPE_CHECKING:
     import httpx
 
-    from runner.tools.builtin import ToolsetContext
+    from runner.tools.toolset import ToolsetContext
     from toolsets._netguard import PrivateAddressError
 
 __all__ = ["OPTIONS_SCHEMA", "build", "html_to_text"]

@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from runner.agentfile.revisions import in_cache
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
-from runner.tools.builtin import builtin_tool
 from runner.tools.threads import run_in_thread
+from runner.tools.toolset import builtin_tool
 from toolsets._files_read import read_excerpt
 from toolsets._files_search import Matcher, SearchStopped, compile_query
 
 if TYPE_CHECKING:
-    from runner.tools.builtin import ToolsetContext
+    from runner.tools.toolset import ToolsetContext
 
 __all__ = ["OPTIONS_SCHEMA", "build"]
 

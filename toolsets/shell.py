@@ -36,7 +36,7 @@ from runner.tools.procs import Child
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from runner.tools.builtin import ToolsetContext
+    from runner.tools.toolset import ToolsetContext
 
 __all__ = ["OPTIONS_SCHEMA", "build"]
 

@@ -18,7 +18,7 @@ from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
-    from runner.tools.builtin import ToolsetContext
+    from runner.tools.toolset import ToolsetContext
 
 __all__ = ["OPTIONS_SCHEMA", "build"]
 

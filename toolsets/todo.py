@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool, ToolCallable
-from runner.tools.builtin import builtin_tool
+from runner.tools.toolset import builtin_tool
 
 if TYPE_CHECKING:
-    from runner.tools.builtin import ToolsetContext
+    from runner.tools.toolset import ToolsetContext
 
 __all__ = ["OPTIONS_SCHEMA", "build"]
 

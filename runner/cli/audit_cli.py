@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.main import TEXT_ARG, RevOption, app, at_rev, display_path, handles_errors
+from runner.cli.app import TEXT_ARG, RevOption, app
+from runner.cli.common import at_rev, display_path, handles_errors
 
 __all__ = ["audit"]
 

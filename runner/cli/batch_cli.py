@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.main import TEXT_ARG, RevOption, VarOption, app, at_rev, handles_errors, parse_vars
+from runner.cli.app import TEXT_ARG, RevOption, VarOption, app
+from runner.cli.common import at_rev, handles_errors, parse_vars
 
 __all__ = ["batch"]
 

@@ -22,8 +22,8 @@ import typer
 from runner.batch import Batch, BatchLimits, check_unique, parse_lines
 from runner.batch.outfile import InputIndex, OutFile
 from runner.cli.batch_progress import BatchProgress, summary_line
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.errors import ConfigError, StorageError
 from runner.store.disk import check_writable, storage_error
 from runner.store.transcript import Redactor, file_sha256, sessions_dir

@@ -10,8 +10,8 @@ from typing import Any
 import typer
 
 from runner.agentfile.discover import SKIPPED_DIRS
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.errors import ConfigError
 from runner.text import counted
 

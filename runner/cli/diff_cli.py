@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.main import TEXT_ARG, app, handles_errors
+from runner.cli.app import TEXT_ARG, app
+from runner.cli.common import handles_errors
 from runner.errors import ConfigError
 
 __all__ = ["diff"]

@@ -1,8 +1,8 @@
 """``runner eval``: an agent's cases run live, repeated and judged; pass rates with 95% Wilson
 intervals; ``--against REV`` compares with another revision (docs/eval.md).
 
-Registered on ``app`` by one import at the bottom of ``runner/cli/main.py``; everything heavier than
-typer is imported inside the command, so ``runner --help`` stays light.
+Registered on ``app`` (``runner/cli/app.py``) when ``runner/cli/main.py`` imports it; everything heavier
+than typer is imported inside the command, so ``runner --help`` stays light.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from runner.cli.main import TEXT_ARG, VarOption, app, display_path, handles_errors, parse_vars
+from runner.cli.app import TEXT_ARG, VarOption, app
+from runner.cli.common import display_path, handles_errors, parse_vars
 from runner.text import counted
 
 if TYPE_CHECKING:

@@ -5,19 +5,19 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from runner.cli.common import parse_vars, read_line
 from runner.cli.output import ConsoleOutput
 from runner.errors import RunnerError
 from runner.text import counted
 
 if TYPE_CHECKING:
     from runner.cli.output import JsonOutput
-    from runner.cli.run import SessionThread
     from runner.session import Session
 
-__all__ = ["HELP", "Repl"]
+__all__ = ["HELP", "Repl", "Worker"]
 
 T = TypeVar("T")
 
@@ -33,12 +33,20 @@ HELP = """\
 Ctrl+C stops the running step; at the prompt it clears queued messages."""
 
 
+class Worker(Protocol):
+    """The thread a session runs on (``run.SessionThread``): the REPL hands it work, never runs it."""
+
+    @property
+    def session(self) -> Session | None: ...
+    def call(self, fn: Callable[[Session], Awaitable[T]]) -> T: ...
+
+
 class Repl:
     """Reads lines; a line starting with / is a command and never reaches the model."""
 
     def __init__(
         self,
-        worker: SessionThread,
+        worker: Worker,
         output: ConsoleOutput | JsonOutput,
         *,
         read: Callable[[str], str] | None = None,
@@ -46,11 +54,7 @@ class Repl:
     ) -> None:
         self.worker = worker
         self.output = output
-        if read is None:
-            from runner.cli.run import read_line
-
-            read = read_line
-        self.read = read
+        self.read = read or read_line
         self.write = write or (lambda text: sys.stderr.write(text + "\n"))
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
@@ -70,8 +74,6 @@ class Repl:
 
     def loop(self) -> None:
         """Until /exit, end of input, or a hook that ends the session."""
-        from runner.cli.run import run_inputs
-
         self.write(
             f"chatting with {self.session.config.name} ({self.session.model.name}): "
             "/help lists the commands, /exit or Ctrl+D leaves"
@@ -102,11 +104,15 @@ class Repl:
                     self.write(f"error: {exc}")
                 continue
             try:
-                run_inputs(self.worker, [text])
+                self.say(text)
             except RunnerError as exc:  # the model failed after its retries; the session goes on
                 self.write(f"error: {exc}")
             if self.session.ended is not None:
                 return
+
+    def say(self, text: str) -> None:
+        """One line to the model: a ``Session.run`` in the session's own loop."""
+        self.worker.call(lambda s: s.run([text]))
 
     def command(self, text: str) -> str | None:
         """Run one slash command; "exit" to leave."""
@@ -155,8 +161,6 @@ class Repl:
             self.worker.call(lambda s: s.switch_model(rest))
             self.write(f"model: {rest}")
         elif name == "vars":
-            from runner.cli.main import parse_vars
-
             values = parse_vars(rest.split()) if rest else {}
             if values:
                 self.do(lambda s: s.set_variables(values))

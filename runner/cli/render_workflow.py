@@ -16,7 +16,7 @@ from runner.agentfile.files import AgentFile
 from runner.agentfile.workflow import Step, WorkflowConfig, build_workflow
 from runner.agentfile.workflow_checks import step_shapes
 from runner.agentfile.workflow_types import ANY, Shape, describe
-from runner.cli.main import display_path
+from runner.cli.common import display_path
 
 __all__ = ["has_workflow", "render_workflow", "workflow_tree"]
 

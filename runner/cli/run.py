@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from runner.agentfile.config import AgentConfig
+from runner.cli.common import read_line
 from runner.cli.output import ConsoleOutput, JsonOutput
 from runner.errors import Interrupted, RunnerError
 from runner.runtime.settings import RuntimeSettings
@@ -149,18 +150,6 @@ def wait_interruptibly(future: concurrent.futures.Future[T], *, on_interrupt: Ca
             on_interrupt()
 
 
-def read_line(prompt: str) -> str:
-    """A line the user types. The prompt goes to stderr unless both ends are a terminal: stdout
-    carries only the answers (or ``--json``)."""
-    import sys
-
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        return input(prompt)
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    return input()
-
-
 def _ask(prompt: str) -> str:
     try:
         return read_line(prompt)
@@ -241,7 +230,7 @@ def _failed(error: RunnerError, session_id: str) -> int:
     """Report a failed run and how to go on from where it stopped; its exit code."""
     import typer
 
-    from runner.cli.main import debug_enabled, echo_error
+    from runner.cli.common import debug_enabled, echo_error
 
     if debug_enabled():
         raise error

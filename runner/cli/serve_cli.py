@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.main import TEXT_ARG, RevOption, app, at_rev, handles_errors
+from runner.cli.app import TEXT_ARG, RevOption, app
+from runner.cli.common import at_rev, handles_errors
 
 __all__ = ["serve"]
 

@@ -81,7 +81,7 @@ def run_serve(
             note_secrets(config)
     for line in catalog.problems():
         typer.echo(f"warning: {line}", err=True)
-    from runner.cli.main import display_path
+    from runner.cli.common import display_path
 
     if (skipped := catalog.note(lambda path: display_path(str(path)))) is not None:
         typer.echo(f"note: {skipped}", err=True)

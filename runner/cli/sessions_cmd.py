@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from runner.cli.commands import runtime_settings
-from runner.cli.main import display_path
+from runner.cli.common import display_path
 from runner.errors import ConfigError
 
 __all__ = ["LIST_LIMIT", "run_sessions"]

@@ -23,8 +23,8 @@ from typing import Any
 import typer
 
 from runner.agentfile.config import TestCaseConfig
+from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
-from runner.cli.main import display_path
 from runner.errors import RunnerError
 from runner.runnable import Target, runner_for
 from runner.runtime.settings import RuntimeSettings

@@ -23,7 +23,7 @@ from runner.agentfile.files import AgentFile, every_error, find_agent
 from runner.agentfile.loader import explain as explain_values
 from runner.agentfile.survey import Survey, errors_of, survey_file
 from runner.agentfile.validate import sort_errors
-from runner.cli.main import display_path, echo_error
+from runner.cli.common import display_path, echo_error
 from runner.errors import ConfigError
 
 __all__ = ["run_validate"]

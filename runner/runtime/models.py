@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from runner import __version__
 from runner.agentfile.config import AgentConfig, ModelConfig
 from runner.errors import ConfigError
 from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 from runner.store.transcript import Redactor, file_sha256, git_state
+from runner.version import __version__
 
 __all__ = [
     "BorrowedModel",

@@ -21,8 +21,8 @@ from runner.session.decisions import EndTurn, StopReason
 from runner.session.events import LoopEvent
 from runner.session.opening import open_runtime, runtime_host
 from runner.session.options import RunOptions, RunResult
+from runner.session.results import TurnResult
 from runner.session.session import Session, current_session
-from runner.session.turn import TurnResult
 
 __all__ = [
     "EndTurn",

@@ -11,29 +11,28 @@ result, the others "not executed".
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
+from runner.agentfile.config import LimitsConfig
 from runner.errors import ModelError, OutputError
 from runner.models.base import Reply, ToolCall
 from runner.modes.base import ReplyReader
 from runner.modes.structured import OutputPlan, Verdict, plan_output, refuses_schema
-from runner.session.conversation import NOTE_PREFIX
+from runner.session.conversation import NOTE_PREFIX, Conversation
 from runner.session.decisions import EndTurn
 from runner.session.events import OutputReady
+from runner.session.view import SessionView
 from runner.text import counted, one_line
 from runner.tools.base import ToolResult
 
-if TYPE_CHECKING:
-    from runner.session.session import Session
-    from runner.session.turn import Turn
-
-__all__ = ["REFUSED_ANSWER_CHARS", "TurnAnswers", "next_plan", "session_plan"]
+__all__ = ["REFUSED_ANSWER_CHARS", "AnsweringTurn", "TurnAnswers", "next_plan", "session_plan"]
 
 #: How much of a refused answer's text stays in the history that goes back to the model.
 REFUSED_ANSWER_CHARS = 20_000
 
 
-def session_plan(session: Session) -> OutputPlan | None:
+def session_plan(session: SessionView) -> OutputPlan | None:
     """How ``session`` asks for its structured answer: the agent's ``output:``, else the caller's
     (``RunOptions.output``), in the runtime's mode, with what the runtime learned of its model."""
     runtime, model = session.runtime, session.model
@@ -49,7 +48,7 @@ def session_plan(session: Session) -> OutputPlan | None:
     )
 
 
-def next_plan(session: Session, error: ModelError) -> OutputPlan | None:
+def next_plan(session: SessionView, error: ModelError) -> OutputPlan | None:
     """The plan after the provider refused the current one (``error``: a 400 about schemas), told to
     the user and the transcript, and learned by the runtime; None when ``error`` is no such refusal
     or no strategy is left."""
@@ -75,11 +74,25 @@ def _answered(call: ToolCall, content: str, *, error: bool = False) -> ToolResul
     return ToolResult(call.id, call.name, content, is_error=error)
 
 
+class AnsweringTurn(Protocol):
+    """What ``TurnAnswers`` uses of its turn (``turn.Turn``, named so this module need not import it)."""
+
+    output: str
+
+    @property
+    def session(self) -> SessionView: ...
+    @property
+    def limits(self) -> LimitsConfig: ...
+    @property
+    def conversation(self) -> Conversation: ...
+    def _give_results(self, reader: ReplyReader | None, results: Sequence[ToolResult]) -> None: ...
+
+
 class TurnAnswers:
     """The structured answer of one turn: at most one accepted, after at most ``output_retries``
     refused ones."""
 
-    def __init__(self, turn: Turn) -> None:
+    def __init__(self, turn: AnsweringTurn) -> None:
         self.turn = turn
         self.ready: OutputReady | None = None
         """The accepted answer (None until one matched)."""

@@ -9,14 +9,12 @@ notes and transcript events.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.agentfile.config import HOOK_EVENT_RULES, HookConfig
 from runner.runtime.hooks import ChainOutcome, HookEvent
+from runner.session.view import SessionView
 from runner.text import one_line
-
-if TYPE_CHECKING:
-    from runner.session.session import Session
 
 __all__ = ["HookStop", "SessionHooks"]
 
@@ -43,7 +41,7 @@ def _where(field: str) -> str:
 class SessionHooks:
     """Builds ``HookEvent``s from a session's state and reports hook trouble to it."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionView) -> None:
         self.session = session
         self._warned: set[tuple[str, str, str, tuple[str, ...]]] = set()
 

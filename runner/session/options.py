@@ -13,7 +13,7 @@ from runner.errors import LimitReached
 from runner.models.base import ToolCall, Usage
 from runner.session.gate import ConfirmFn
 from runner.session.outcome import Outcome, status_of
-from runner.session.turn import TurnResult
+from runner.session.results import TurnResult
 
 __all__ = ["RunOptions", "RunResult", "lowered_limits"]
 

@@ -3,18 +3,16 @@ resumed session sends again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.errors import RunnerError
+from runner.session.view import SessionView
 from runner.store.transcript import REDACTED, Redactor, Transcript, TranscriptWriter, sessions_dir
-
-if TYPE_CHECKING:
-    from runner.session.session import Session
 
 __all__ = ["open_transcript", "restored_system"]
 
 
-def open_transcript(session: Session, resume: Transcript | None) -> TranscriptWriter | None:
+def open_transcript(session: SessionView, resume: Transcript | None) -> TranscriptWriter | None:
     """The session's transcript writer (None when transcripts are off): a new file with its header,
     or the resumed file with a ``resume`` event."""
     runtime = session.runtime
@@ -43,7 +41,7 @@ def open_transcript(session: Session, resume: Transcript | None) -> TranscriptWr
     return transcript
 
 
-def restored_system(session: Session, resume: Transcript) -> dict[str, Any] | None:
+def restored_system(session: SessionView, resume: Transcript) -> dict[str, Any] | None:
     """The recorded system prompt; when secrets were redacted out of it, the same prompt composed
     again with them (what is written is redacted, what is sent never is)."""
     recorded = resume.system_prompt()

@@ -12,11 +12,10 @@ A ``Turn`` is also the ``TurnAccess`` the ``prompt`` mode's selector uses.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal, Protocol
 
-from runner.agentfile.config import TemplateSource
+from runner.agentfile.config import LimitsConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models.base import (
     Completed,
@@ -33,7 +32,7 @@ from runner.models.base import (
 from runner.modes.base import ReplyReader
 from runner.session.answers import TurnAnswers
 from runner.session.conversation import NOTE_PREFIX
-from runner.session.decisions import EndTurn, StopReason, decide
+from runner.session.decisions import EndTurn, decide
 from runner.session.events import (
     AnswerDraft,
     AssistantMessage,
@@ -43,16 +42,16 @@ from runner.session.events import (
     ToolFinished,
     TurnEnded,
 )
-from runner.session.gate import GateParts, GateResult, StepCalls, ToolGate
-from runner.session.limits import RepeatGuard
+from runner.session.gate import Confirmation, GateParts, GateResult, StepCalls, ToolGate
+from runner.session.hookglue import SessionHooks
+from runner.session.limits import Budget, RepeatGuard
+from runner.session.results import TurnResult
+from runner.session.view import SessionView
 from runner.text import counted
-from runner.tools.base import ToolResult
+from runner.tools.base import RunContext, ToolResult
 from runner.tools.executor import gather_in_order, interrupted_results
 
-if TYPE_CHECKING:
-    from runner.session.session import Session
-
-__all__ = ["Turn", "TurnResult"]
+__all__ = ["Turn", "TurnResult", "TurnSession"]
 
 #: The transcript event that records each way a turn can stop early (SPEC section 12).
 _STOP_EVENTS: dict[str, str] = {
@@ -64,27 +63,40 @@ _STOP_EVENTS: dict[str, str] = {
 }
 
 
-@dataclass
-class TurnResult:
-    """How a turn ended."""
+class TurnSession(SessionView, Protocol):
+    """What a turn uses of its session (``session.Session``, named so this module need not import it)."""
 
-    output: str
-    reason: StopReason
-    steps: int
-    limit: LimitReached | None = None
-    #: With reason "client_tools": the calls of client tools waiting for the caller's results.
-    client_calls: list[ToolCall] = field(default_factory=list)
-    #: With ``output:``: whether the turn ended with an answer that matched it, the answer's JSON
-    #: value, and that value as Python callers get it (a pydantic instance for a ``python:`` model).
-    structured: bool = False
-    value: Any = None
-    data: Any = None
+    current_input: str
+
+    @property
+    def limits(self) -> LimitsConfig: ...
+    @property
+    def budget(self) -> Budget: ...
+    @property
+    def confirmation(self) -> Confirmation: ...
+    @property
+    def hooks(self) -> SessionHooks: ...
+    @property
+    def tool_context(self) -> RunContext: ...
+    @property
+    def stream(self) -> bool: ...
+    @property
+    def request_params(self) -> dict[str, Any]: ...
+
+    async def interruptible(
+        self, work: Awaitable[Any], *, on_interrupt: Callable[[], Any] | None = None
+    ) -> Any: ...
+    def ensure_system_prompt(self, first_input: str) -> None: ...
+    def fit_context(self) -> None: ...
+    def count_usage(self, usage: Usage) -> None: ...
+    def output_refused(self, error: ModelError) -> bool: ...
+    def request_tools(self) -> list[dict[str, Any]] | None: ...
 
 
 class Turn:
     """One turn of a session, on its runtime of the moment."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: TurnSession) -> None:
         self.session = session
         self.runtime = session.runtime
         self.conversation = session.conversation

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import __version__
 from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
 from runner.redact import REDACTED, Redactor
 from runner.store.disk import LineFile, storage_error
 from runner.text import utf8
+from runner.version import __version__
 
 __all__ = [
     "MESSAGE_KEYS",

@@ -6,18 +6,17 @@ validates ``with:`` against the schema (each problem becomes a ``ConfigError`` n
 the option), fills the defaults and calls ``build`` with a ``ToolsetContext``: the agent file's folder
 (relative paths in options start there), the session's exit stack (for clients and processes to
 close) and the source's ``confirm``. Toolsets import heavy libraries inside ``build`` only, so
-checking options stays cheap.
+checking options stays cheap. What a toolset imports of the runner (``ToolsetContext``,
+``builtin_tool``) is in ``runner/tools/toolset.py``, which knows nothing of ``toolsets``.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-import logging
 import pkgutil
 import re
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,40 +27,20 @@ from jsonschema.exceptions import ValidationError
 import toolsets
 from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError, ConfigErrors
-from runner.tools.base import Tool, ToolCallable
+from runner.tools.base import Tool
 from runner.tools.sources import LoadedSource, SourceContext
+from runner.tools.toolset import ToolsetContext, builtin_tool
 
-__all__ = ["ToolsetContext", "available_toolsets", "load_source", "load_toolset", "validate_options"]
+__all__ = [
+    "ToolsetContext",
+    "available_toolsets",
+    "builtin_tool",
+    "load_source",
+    "load_toolset",
+    "validate_options",
+]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class ToolsetContext:
-    """What a toolset's ``build`` gets besides its options."""
-
-    base_dir: Path
-    """The folder of the agent file that declared the source; relative option paths start here."""
-    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
-    """Closed at the end of the session: register clients and processes to clean up on it."""
-    confirm: bool | None = None
-    """The source's ``confirm:`` (None when the agent file leaves it to the toolset's default)."""
-    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("runner.tools"))
-
-    def path(self, value: str) -> Path:
-        """An option's path made absolute: ``~`` expanded, relative paths taken from ``base_dir``."""
-        return (self.base_dir / Path(value).expanduser()).resolve()
-
-    def folder(self, value: str, *, option: str, what: str = "the folder") -> Path:
-        """``path(value)`` as a folder, created when missing; a ``ConfigError`` at ``option`` otherwise."""
-        folder = self.path(value)
-        if folder.exists() and not folder.is_dir():
-            raise ConfigError(f"{option} {str(folder)!r} exists but is not a folder", path=option)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create {what} {str(folder)!r}: {exc.strerror}", path=option) from None
-        return folder
 
 
 def available_toolsets() -> list[str]:
@@ -205,22 +184,3 @@ def _describe(
 def _description(schema: dict[str, Any], key: str) -> str | None:
     prop = schema.get("properties", {}).get(key)
     return str(prop["description"]) if isinstance(prop, dict) and "description" in prop else None
-
-
-def builtin_tool(
-    toolset: str,
-    name: str,
-    description: str,
-    properties: dict[str, Any],
-    required: list[str],
-    call: ToolCallable,
-) -> Tool:
-    """A tool of a built-in toolset, with an object schema of ``properties``."""
-    return Tool(
-        name=name,
-        description=description,
-        parameters={"type": "object", "properties": properties, "required": required},
-        source_kind="builtin",
-        source_id=toolset,
-        call=call,
-    )

@@ -33,8 +33,8 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from runner import __version__
 from runner.errors import ToolError
+from runner.version import __version__
 
 __all__ = ["Connect", "ListingFilter", "McpClient", "McpStartError"]
 

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner import __version__
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
@@ -29,6 +28,7 @@ from runner.runtime.models import BorrowedModel, live_model, resolve_model_confi
 from runner.runtime.settings import RuntimeSettings
 from runner.store.replay import RecordingModel
 from runner.store.transcript import Redactor, file_sha256, git_state
+from runner.version import __version__
 
 __all__ = ["WorkflowCassette", "open_cassette"]
 
