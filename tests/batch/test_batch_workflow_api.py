@@ -12,10 +12,10 @@ import pytest
 import runner.workflow.agents as workflow_agents
 from runner.batch import BatchLimits, RateLimiter, as_items, run_batch
 from runner.batch.workflow_batch import WorkflowBatch
-from runner.workflow.loading import team_workflow
 from runner.errors import ConfigError
 from runner.models.base import Usage
 from runner.runtime.settings import RuntimeSettings
+from runner.workflow.loading import team_workflow
 from tests.batch.test_batch_api import EchoModel
 from tests.workflow.helpers import team
 
