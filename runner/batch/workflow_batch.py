@@ -3,8 +3,8 @@
 ``WorkflowBatch`` is ``Batch`` with its three running methods replaced: ``start`` makes ONE
 ``WorkflowAgents`` pool for the whole batch (each team agent's runtime opens once, its tool sources
 too, and its model is the batch's: a client per few workflows, behind the batch's one rate limiter);
-``run_item`` runs the workflow once per item (``WorkflowItemRunner``: a ``WorkflowRunner`` on the pool); ``stop`` closes the
-pool. Feeding, order, budgets (every model call of every step of every item counts), stats and
+``run_item`` runs the workflow once per item (``WorkflowItemRunner``: a ``WorkflowRunner`` on the
+pool); ``stop`` closes the pool. Feeding, order, budgets (every model call of every step of every item counts), stats and
 Ctrl+C are ``Batch``'s. ``--concurrency`` is the number of workflows at once.
 """
 
