@@ -4,8 +4,8 @@
 ``WorkflowAgents`` pool for the whole batch (each team agent's runtime opens once, its tool sources
 too, and its model is the batch's: a client per few workflows, behind the batch's one rate limiter);
 ``run_item`` runs the workflow once per item (``WorkflowItemRunner``: a ``WorkflowRunner`` on the
-pool); ``stop`` closes the pool. Feeding, order, budgets (every model call of every step of every item counts), stats and
-Ctrl+C are ``Batch``'s. ``--concurrency`` is the number of workflows at once.
+pool); ``stop`` closes the pool. Feeding, order, budgets (every model call of every step of every
+item counts), stats and Ctrl+C are ``Batch``'s. ``--concurrency`` is the number of workflows at once.
 """
 
 from __future__ import annotations

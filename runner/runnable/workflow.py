@@ -28,9 +28,33 @@ from runner.workflow.cassette import WorkflowCassette
 from runner.workflow.engine import WorkflowEngine, WorkflowResult
 from runner.workflow.record import ResumeState, WorkflowRecord, open_record, resume_state
 
-__all__ = ["WorkflowRunner"]
+__all__ = ["WorkflowRunner", "run_record"]
 
 Drive = Callable[[WorkflowEngine], Awaitable[WorkflowResult]]
+
+
+def run_record(
+    target: Target,
+    settings: RuntimeSettings,
+    input: str,
+    variables: dict[str, Any],
+    *,
+    resume: Transcript | None = None,
+) -> WorkflowRecord:
+    """A workflow run's transcript (every member's secrets redacted in it): new, or ``resume``'s."""
+    assert target.workflow is not None
+    return open_record(
+        settings.home,
+        workflow=target.workflow.name,
+        path=target.path,
+        input=input,
+        variables=variables,
+        secrets=target.secrets,
+        models=target.models,
+        write=settings.write_transcript,
+        fsync=settings.fsync,
+        resume=resume,
+    )
 
 
 class WorkflowRunner:
@@ -72,19 +96,7 @@ class WorkflowRunner:
         self, input: str, variables: dict[str, Any], *, resume: Transcript | None = None
     ) -> WorkflowRecord:
         """The run's workflow transcript: a new one, or ``resume``'s, going on."""
-        settings = self.settings
-        return open_record(
-            settings.home,
-            workflow=self.workflow.name,
-            path=self.target.path,
-            input=input,
-            variables=variables,
-            secrets=self.target.secrets,
-            models=self.target.models,
-            write=settings.write_transcript,
-            fsync=settings.fsync,
-            resume=resume,
-        )
+        return run_record(self.target, self.settings, input, variables, resume=resume)
 
     def engine(
         self,

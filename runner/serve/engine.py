@@ -42,6 +42,7 @@ from runner.session.events import (
     TurnEnded,
     UsageUpdate,
 )
+from runner.session.outcome import Outcome
 from runner.text import one_line
 from runner.tools.schema import clean_schema
 
@@ -103,6 +104,22 @@ class EndPiece:
     #: The answer had to be JSON: a stream ends with the error as an error event (OpenAI's
     #: ``data: {"error": ...}``, which the openai SDK raises), not as a note in the content.
     structured: bool = False
+    #: How the run ended (``runner.session.outcome``): the response's ``runner`` field says it.
+    outcome: Outcome | None = None
+
+    def runner_field(self) -> dict[str, Any] | None:
+        """What a response tells the client of the run's end, beside OpenAI's fields: the status
+        and exit code every door gives, the reason, the session id (never an error's words: those
+        are the error's, cleaned)."""
+        outcome = self.outcome
+        if outcome is None:
+            return None
+        return {
+            "status": outcome.status,
+            "reason": outcome.reason,
+            "exit_code": outcome.exit_code(),
+            "session_id": outcome.session_id,
+        }
 
 
 Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
@@ -269,6 +286,7 @@ class ChatRun(RequestRun):
         self._opened = asyncio.Event()
         self._arguments: dict[str, str] = {}
         self._usage = Usage()
+        self._outcome: Outcome | None = None
         self._said = False  # some text of an earlier turn went out (the next turn's text is set apart)
         self._turn_over = False
         self._structured = False  # the answer is JSON (output:, response_format): nothing else in the content
@@ -380,14 +398,16 @@ class ChatRun(RequestRun):
             self._opened.set()
             inputs = [chat.text] if chat.text is not None else []
             result = await session.run(inputs, continue_waiting=not inputs)
+            self._outcome = result.outcome
             if result.reason == "client_tools":
-                self._put(EndPiece("tool_calls", tuple(result.client_calls), self._usage))
+                self._put(self._end("tool_calls", tuple(result.client_calls)))
             elif self._structured:
                 self._put_answer(result.reason)
             else:
-                self._put(EndPiece("stop", (), self._usage))
+                self._put(self._end("stop"))
         except asyncio.CancelledError:
-            self._put(EndPiece("stop", (), self._usage, ApiError(499, "the run was cancelled")))
+            self._outcome = Outcome("interrupted", "interrupted", session_id=self.session_id)
+            self._put(self._end("stop", error=ApiError(499, "the run was cancelled")))
             raise
         except Exception as exc:
             if not self._opened.is_set():
@@ -395,11 +415,24 @@ class ChatRun(RequestRun):
             if not isinstance(exc, RunnerError):
                 log.exception("agent %s: the run failed", self.name)
             error = api_error(exc, outward_redactor(self.host.config.secrets))
+            self._outcome = Outcome.of_error(exc, session_id=self.session_id, usage=self._usage)
             if not self._structured:
                 self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
-            self._put(EndPiece("stop", (), self._usage, error, structured=self._structured))
+            self._put(self._end("stop", error=error, structured=self._structured))
         finally:
             await asyncio.shield(session.close())
+
+    def _end(
+        self,
+        finish_reason: Literal["stop", "tool_calls"],
+        calls: tuple[ToolCall, ...] = (),
+        *,
+        error: ApiError | None = None,
+        structured: bool = False,
+    ) -> EndPiece:
+        return EndPiece(
+            finish_reason, calls, self._usage, error, structured=structured, outcome=self._outcome
+        )
 
     def _put_answer(self, reason: str) -> None:
         """The end of a structured run: its JSON answer (the content, or the call of ``answer_tool``),
@@ -412,10 +445,10 @@ class ChatRun(RequestRun):
                 code="output_missing",
                 retry=False,
             )
-            self._put(EndPiece("stop", (), self._usage, error, structured=True))
+            self._put(self._end("stop", error=error, structured=True))
         elif self.answer_tool is not None:
             call = ToolCall(f"call_{uuid.uuid4().hex[:24]}", self.answer_tool, self._answer)
-            self._put(EndPiece("tool_calls", (call,), self._usage))
+            self._put(self._end("tool_calls", (call,)))
         else:
             self._put(TextPiece(self._answer))
-            self._put(EndPiece("stop", (), self._usage))
+            self._put(self._end("stop"))

@@ -9,6 +9,10 @@ set exactly once, on the last choice chunk; a usage chunk (no choices) follows w
 ``data: [DONE]``. A run whose answer had to be JSON (``output:``, ``response_format``) and failed
 ends instead with OpenAI's error event, ``data: {"error": {...}}``, then ``[DONE]``: the openai SDK
 raises it as an ``APIError`` (a note in the content would be read as the answer).
+
+Beside OpenAI's fields, the last choice chunk and a ``chat.completion`` carry ``runner``: the run's
+``status`` (``ok``, ``stopped``, ``limit``, ``interrupted``, ``error``), ``reason``, ``exit_code`` and
+``session_id``, read from the same ``Outcome`` every door reads (clients ignore unknown fields).
 """
 
 from __future__ import annotations
@@ -129,7 +133,11 @@ async def stream_chunks(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> As
                 return
             if piece.client_calls:
                 yield writer.chunk({"tool_calls": wire_calls(piece.client_calls)})
-            yield writer.chunk({}, piece.finish_reason)
+            last = writer.chunk({}, piece.finish_reason)
+            runner = piece.runner_field()
+            if runner is not None:
+                last["runner"] = runner
+            yield last
             if writer.include_usage:
                 yield writer.usage_chunk(piece.usage)
             return
@@ -162,7 +170,7 @@ def completion(model: str, content: str, end: EndPiece, *, reasoning: str = "") 
         message["tool_calls"] = [call.message() for call in end.client_calls]
     if reasoning:
         message["reasoning_content"] = reasoning
-    return {
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -170,3 +178,7 @@ def completion(model: str, content: str, end: EndPiece, *, reasoning: str = "") 
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": end.finish_reason}],
         "usage": usage_dict(end.usage),
     }
+    runner = end.runner_field()
+    if runner is not None:
+        body["runner"] = runner
+    return body

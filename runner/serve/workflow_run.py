@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import time
 import uuid
@@ -36,6 +35,8 @@ from runner.agentfile.output import OutputSchema
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage
+from runner.runnable.target import Target
+from runner.runnable.workflow import WorkflowRunner, run_record
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import ServedWorkflow
 from runner.serve.engine import (
@@ -50,8 +51,8 @@ from runner.serve.engine import (
 from runner.serve.outward import outward_redactor
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
-from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult, open_record
-from runner.workflow.outcomes import checked_output
+from runner.workflow import WorkflowEngine, WorkflowRecord, WorkflowResult
+from runner.workflow.outcomes import answer_text, checked_output
 from runner.workflow.progress import step_line
 
 __all__ = [
@@ -181,13 +182,6 @@ def open_workflow_run(
     )
 
 
-def _answer_text(value: Any) -> str:
-    """The workflow's output as the answer's text: a string as it is, anything else as JSON."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 class WorkflowRun(RequestRun):
     """Runs a served workflow once for one request and hands out what the client should see."""
 
@@ -217,24 +211,14 @@ class WorkflowRun(RequestRun):
         self.answer_tool = answer_tool
         self.json_answer = json_answer
         """The answer must be JSON (an ``output_schema``, a ``response_format``): notes stay out of it."""
-        self.secrets = frozenset().union(*(config.secrets for config in served.configs.values()))
+        self.target = Target("workflow", served.path, workflow=served.workflow, configs=dict(served.configs))
+        self.secrets = self.target.secrets
         self._redact = outward_redactor(self.secrets)
         self._stop = asyncio.Event()
 
     async def start(self) -> None:
         """Open the workflow's transcript and start the run."""
-        configs = self.served.configs.values()
-        record = open_record(
-            self.settings.home,
-            workflow=self.workflow.name,
-            path=self.served.path,
-            input=self.text,
-            variables={},
-            secrets=self.secrets,
-            models=", ".join(sorted({c.model.id for c in configs if c.model is not None})),
-            write=self.settings.write_transcript,
-            fsync=self.settings.fsync,
-        )
+        record = run_record(self.target, self.settings, self.text, {})
         self.session_id = record.session_id
         self._task = asyncio.create_task(self._main(record), name=f"runner-serve-workflow-{self.name}")
 
@@ -260,16 +244,9 @@ class WorkflowRun(RequestRun):
     async def _main(self, record: WorkflowRecord) -> None:
         try:
             async with self.holder.workflow_agents(self.served) as agents:
-                engine = WorkflowEngine(
-                    self.served.path,
-                    self.workflow,
-                    self.settings,
-                    input=self.text,
-                    variables={},
-                    record=record,
-                    on_event=self._on_event,
-                    configs=dict(self.served.configs),
-                    agents=agents,
+                runner = WorkflowRunner(self.target, self.settings, agents=agents)
+                engine = runner.engine(
+                    self.text, record=record, on_event=self._on_event, workflow=self.workflow
                 )
                 result = await self._supervise(engine)
         except asyncio.CancelledError:
@@ -311,32 +288,35 @@ class WorkflowRun(RequestRun):
                 await running
 
     async def _finish(self, result: WorkflowResult) -> None:
-        """The answer, or the error, of a run that ended."""
-        usage, code = result.usage, result.exit_code
+        """The answer, or the error, of a run that ended (its status: the run's ``Outcome``)."""
+        usage, outcome = result.usage, result.outcome
         notes = [self._clean(note) for note in result.notes]
-        if code == 130:
-            self._put(EndPiece("stop", (), usage, ApiError(499, "the run was interrupted"), structured=True))
+
+        def end(reason: Any, calls: tuple[ToolCall, ...] = (), error: ApiError | None = None) -> EndPiece:
+            return EndPiece(reason, calls, usage, error, structured=error is not None, outcome=outcome)
+
+        if outcome.status == "interrupted":
+            self._put(end("stop", error=ApiError(499, "the run was interrupted")))
             return
-        if code == 1 or (code == 3 and result.output is None):
-            error = self._failure(code, notes, transient=result.transient)
-            self._put(EndPiece("stop", (), usage, error, structured=True))
+        if outcome.status == "error" or (outcome.status == "limit" and result.output is None):
+            self._put(end("stop", error=self._failure(result.exit_code, notes, transient=result.transient)))
             return
         value, problem = await self._checked(result.output)
         if problem is not None:
             error = ApiError(502, problem, type="server_error", code="output_invalid", retry=False)
-            self._put(EndPiece("stop", (), usage, error, structured=True))
+            self._put(end("stop", error=error))
             return
         structured = self.json_answer or not isinstance(value, str | None)
         for note in notes if structured else ():
             self._put(ReasoningPiece(f"note: {note}\n"))
         if self.answer_tool is not None:
-            call = ToolCall(f"call_{uuid.uuid4().hex[:24]}", self.answer_tool, _answer_text(value))
-            self._put(EndPiece("tool_calls", (call,), usage))
+            call = ToolCall(f"call_{uuid.uuid4().hex[:24]}", self.answer_tool, answer_text(value))
+            self._put(end("tool_calls", (call,)))
             return
-        self._put(TextPiece(_answer_text(value)))
+        self._put(TextPiece(answer_text(value)))
         for note in notes if not structured else ():
             self._put(TextPiece(f"\n\n> {note}\n\n"))
-        self._put(EndPiece("stop", (), usage))
+        self._put(end("stop"))
 
     def _broken(self, exc: Exception) -> ApiError:
         """A run that raised instead of ending: a 500 saying why (the error of the runner, cleaned)."""
