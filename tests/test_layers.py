@@ -12,7 +12,7 @@ PACKAGE = Path(runner.__file__).resolve().parent
 #: Lowest first; a package may import only packages of a lower rank (docs/architecture.md).
 LAYERS: list[set[str]] = [
     {"errors", "text", "redact"},
-    {"resources", "settings"},
+    {"resources", "env_settings"},
     {"agentfile"},
     {"tools", "audit"},
     {"models"},

@@ -39,7 +39,7 @@ from runner.session.gate import Confirmation
 from runner.session.hookglue import SessionHooks
 from runner.session.limits import Budget
 from runner.session.options import RunOptions, RunResult, lowered_limits
-from runner.session.records import open_transcript, restored_system
+from runner.session.transcript_open import open_transcript, restored_system
 from runner.session.turn import Turn, TurnResult
 from runner.store.transcript import (
     Transcript,
