@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+from mcp import types
 from pydantic import BaseModel
 
+from runner.tools.mcp import tools_from_listing
+from runner.tools.mcp_client import McpClient
 from runner.tools.openapi_convert import convert_operations
 from runner.tools.openapi_spec import OpenApiDocument
 from runner.tools.python import tool_from_function
 from runner.tools.refs import MAX_INLINED_NODES, MAX_REF_DEPTH
-from runner.tools.schema import clean_schema, inline_refs
+from runner.tools.schema import inline_refs
 
 
 class Node(BaseModel):
@@ -37,8 +41,11 @@ def _openapi_parameters(schemas: dict[str, Any], root: str) -> dict[str, Any]:
 
 
 def _mcp_parameters(schemas: dict[str, Any], root: str) -> dict[str, Any]:
-    """What an MCP tool whose input schema is ``#/$defs/<root>`` gets (MCP schemas go to clean_schema)."""
-    return clean_schema({"$ref": f"#/$defs/{root}", "$defs": schemas})
+    """The parameters of a listed MCP tool whose input schema is ``#/$defs/<root>``."""
+    listed = types.Tool(name="op", inputSchema={"$ref": f"#/$defs/{root}", "$defs": schemas})
+    (tool,), skipped = tools_from_listing(cast(McpClient, SimpleNamespace(tools=(listed,))), source_id="mcp")
+    assert skipped == []
+    return tool.parameters
 
 
 def _chain(length: int) -> dict[str, Any]:
