@@ -110,7 +110,7 @@ CASES: dict[str, Callable[[], tuple[dict[str, Any], Any]]] = {
 
 
 def _checker(schema: dict[str, Any], answer: Any) -> tuple[Callable[[], tuple[str, ...]], int]:
-    from runner.agentfile.output import OutputSchema, schema_problems
+    from runner.agentfile.output_schema import OutputSchema, schema_problems
     from runner.agentfile.schema_budget import CheckBudget
     from runner.models.base import Reply
     from runner.modes.structured import OutputPlan

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.env_settings import load_settings
 from runner.errors import ConfigError
-from runner.settings import load_settings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

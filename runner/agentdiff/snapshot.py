@@ -126,7 +126,7 @@ def _output(config: AgentConfig, *, run_code: bool) -> Any:
         return output.schema
     if not run_code:
         return model_from_source(output.python, output.base_dir, folder=config.directory)
-    from runner.agentfile.output import load_output
+    from runner.agentfile.output_schema import load_output
 
     try:
         return {"python": output.python, "schema": dict(load_output(output).schema)}

@@ -60,7 +60,7 @@ def _template(doc: Document, path: PathKey, value: Any) -> TemplateSource | None
 
 def _output(doc: Document, path: PathKey, value: Any) -> OutputConfig | None:
     """``output:`` as an ``OutputConfig``; a schema file is read here (``runner validate`` checked it)."""
-    from runner.agentfile.output import output_form, read_schema_file
+    from runner.agentfile.output_schema import output_form, read_schema_file
 
     if value is None:
         return None

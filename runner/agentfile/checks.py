@@ -251,22 +251,24 @@ class _Checker:
 
     def output(self, path: PathKey, value: Any) -> None:
         """``output:``: a schema that is valid and whose references resolve, or a pydantic model."""
-        from runner.agentfile import output
+        from runner.agentfile import output_schema
 
-        form = output.output_form(value)
+        form = output_schema.output_form(value)
         if form == "python":
             try:
-                output.load_output(OutputConfig(python=value["python"], base_dir=origin_dir(self.doc, path)))
+                output_schema.load_output(
+                    OutputConfig(python=value["python"], base_dir=origin_dir(self.doc, path))
+                )
             except ConfigError as exc:
                 self.fail(exc.message, (*path, "python"), hint=exc.hint)
             return
         if form == "inline":
-            for where, message in output.schema_problems(value):
+            for where, message in output_schema.schema_problems(value):
                 self.fail(message, self.nearest((*path, *where)))
             return
         file = (origin_dir(self.doc, path) / value["file"]).resolve()
         try:
-            schema, sources = output.read_schema_file(file, value["file"])
+            schema, sources = output_schema.read_schema_file(file, value["file"])
         except ConfigError as exc:
             for error in exc.errors if isinstance(exc, ConfigErrors) else [exc]:
                 if error.line:  # a place inside the schema file (a YAML syntax error, a duplicate key)
@@ -277,7 +279,7 @@ class _Checker:
                         message = f"output schema file {value['file']}: {message}"
                     self.fail(message, (*path, "file"), hint=error.hint)
             return
-        for where, message in output.schema_problems(schema):
+        for where, message in output_schema.schema_problems(schema):
             info = next(
                 (sources.value(where[:n]) for n in range(len(where), -1, -1) if sources.value(where[:n])),
                 None,
@@ -288,10 +290,10 @@ class _Checker:
 
     def expect(self, path: PathKey, expect: dict[str, Any]) -> None:
         """A test's ``output_schema`` is a usable JSON Schema; its ``output_json`` paths are well formed."""
-        from runner.agentfile import output
+        from runner.agentfile import output_schema
 
         if isinstance(expect.get("output_schema"), dict):
-            for where, message in output.schema_problems(expect["output_schema"]):
+            for where, message in output_schema.schema_problems(expect["output_schema"]):
                 self.fail(message, self.nearest((*path, "output_schema", *where)))
         for key in _items(expect.get("output_json")):
             problem = output_json_path_problem(str(key[0]))

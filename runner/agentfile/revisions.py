@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from runner.agentfile import gitobjects, revtree
 from runner.errors import ConfigError
@@ -34,6 +35,7 @@ __all__ = [
     "GitRef",
     "Revision",
     "at_revision",
+    "commit_at",
     "confine",
     "from_reference",
     "in_cache",
@@ -251,9 +253,19 @@ def parse_reference(ref: str) -> GitRef | None:
     return GitRef(url, rev, path.strip("/"))
 
 
+def _bare_clone(url: str, home: Path | None) -> Path:
+    """Where the runner keeps its bare clone of ``url``."""
+    return (
+        (home or runner_home()).resolve()
+        / "git"
+        / "repos"
+        / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.git"
+    )
+
+
 def _clone(url: str, home: Path | None) -> Path:
-    repos = (home or runner_home()).resolve() / "git" / "repos"
-    bare = repos / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.git"
+    bare = _bare_clone(url, home)
+    repos = bare.parent
     if bare.is_dir():
         return bare
     repos.mkdir(parents=True, exist_ok=True)
@@ -293,6 +305,30 @@ def from_reference(ref: GitRef, *, home: Path | None = None) -> Path:
     root = _materialize(bare, commit, repository=ref.url, rev=ref.rev, home=home)
     _GIVEN[root] = (ref.url, ref.rev)
     return root / ref.path
+
+
+def commit_at(repository: str, rev: str, *, home: Path | None = None) -> str | None:
+    """The commit ``rev`` names now in ``repository`` as a header records it, or None.
+
+    ``repository`` is a folder (a work tree, or any folder inside one) or a ``git+`` reference's URL:
+    a ``file:`` URL is read in its folder, any other URL in the runner's bare clone of it under
+    ``home`` (never fetched: what the last run fetched). None where ``rev`` names no commit there.
+    """
+    if not rev.strip() or rev.startswith("-"):
+        return None
+    parts = urlsplit(repository)
+    folder = Path(unquote(parts.path)) if parts.scheme.lower() == "file" else Path(repository or ".")
+    if not folder.is_dir():  # a URL (or a repository gone since): the clone the runner fetched into
+        folder = _bare_clone(repository, home)
+        if not folder.is_dir():
+            return None
+    try:
+        found = _git(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=folder
+        )
+    except ConfigError:
+        return None
+    return (_out(found) or None) if found.returncode == 0 else None
 
 
 def revision_of(path: Path) -> Revision | None:

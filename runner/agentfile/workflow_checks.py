@@ -313,7 +313,7 @@ class _Checker:
 
     def output_schema(self, schema: Any, path: PathKey) -> None:
         """The workflow's ``output_schema`` is a usable JSON Schema (as an agent's ``output:`` must be)."""
-        from runner.agentfile.output import schema_problems
+        from runner.agentfile.output_schema import schema_problems
 
         for where, message in schema_problems(schema):
             at = (*path, *where)

@@ -269,7 +269,7 @@ def agent_shapes(
     doc: Document, bodies: Iterable[tuple[str, PathKey]], sound: Callable[[PathKey], bool]
 ) -> dict[str, Shape]:
     """The output shape of each agent: its schema, text (no ``output:``), or anything (not readable)."""
-    from runner.agentfile import output as out
+    from runner.agentfile import output_schema as out
     from runner.agentfile.build import origin_dir
     from runner.agentfile.config import OutputConfig
 

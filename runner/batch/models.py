@@ -78,7 +78,7 @@ def batch_model(
     limiter: RateLimiter | None = None,
 ) -> Model | None:
     """The model to open the batch's runtime with (None: the one the runtime would choose itself)."""
-    from runner.runtime.models import choose_model
+    from runner.runtime.model_source import choose_model
 
     model = given
     cassette = settings.replay is not None or settings.record is not None

@@ -49,11 +49,11 @@ def run_serve(
     import uvicorn
 
     from runner.cli.commands import runtime_settings
+    from runner.env_settings import load_settings
     from runner.serve.app import create_app, is_loopback
     from runner.serve.catalog import load_catalog
     from runner.serve.reload import CatalogHolder
     from runner.serve.server import server_config
-    from runner.settings import load_settings
 
     settings = load_settings()
     runtime = replace(runtime_settings(None), write_transcript=transcripts)

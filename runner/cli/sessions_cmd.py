@@ -1,19 +1,18 @@
 """``runner sessions list`` / ``runner sessions show ID``: saved transcripts.
 
 ``list`` shows the 20 newest (``--limit N``, ``--all``) and says how many more there are; it filters
-by agent name (``--agent``) and by the revision the agent file was at
-(``--rev``: resolved to a commit in each transcript's repository, and matched against the commit
-its header recorded). ``show`` prints the header, the messages, the events that matter, and for
-each turn the configuration it ran under: the hash of every file the agent is made of, and, when a
+by agent name (``--agent``) and by the revision the agent file was at (``--rev``: resolved to a
+commit in the repository each session's agent file came from, the work tree or ``git+`` URL its
+header's ``revision`` names or else the one holding its file, and matched against the commit its
+header recorded). ``show`` prints the header, the messages, the events that matter, and for each
+turn the configuration it ran under: the hash of every file the agent is made of, and, when a
 reload changed it, what changed: ``runner diff``'s comparison (``agentdiff.compare``) of the
 snapshots the transcript recorded.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -47,21 +46,6 @@ SHOWN_EVENTS = frozenset(
 )
 
 
-@functools.cache
-def _commit_in(directory: str, rev: str) -> str | None:
-    """The commit ``rev`` names in the repository holding ``directory``; None if it names none."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", directory, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
 def _recorded_commits(header: dict[str, Any]) -> set[str]:
     """The commits a transcript's header says its agent file was at."""
     commits = set()
@@ -72,10 +56,44 @@ def _recorded_commits(header: dict[str, Any]) -> set[str]:
     return commits
 
 
-def _rev_commit(header: dict[str, Any], rev: str) -> str | None:
-    """The commit ``rev`` names in the repository of the transcript's agent file."""
-    path = str(header.get("agent_path") or "")
-    return _commit_in(str(Path(path).parent) if path else ".", rev)
+class _RevMatcher:
+    """Whether a session ran at the commit REV names, REV read in the repository the session's agent
+    file came from: the one its header's ``revision`` names (``--rev``, ``git+URL``: the file itself is
+    a copy under RUNNER_HOME), else the one holding its ``agent_path``. Where REV names nothing there
+    (the repository is gone, or a remote clone lacks a tag), a session still matches when it was run
+    with that very REV, or REV is the start of its commit."""
+
+    def __init__(self, rev: str, home: Path) -> None:
+        self.rev = rev
+        self.home = home
+        self.resolved = False  # whether REV named a commit for any session
+        self._commits: dict[str, str | None] = {}
+
+    def _commit_in(self, repository: str) -> str | None:
+        from runner.agentfile.revisions import commit_at
+
+        if repository not in self._commits:
+            self._commits[repository] = commit_at(repository, self.rev, home=self.home)
+        return self._commits[repository]
+
+    def matches(self, header: dict[str, Any]) -> bool:
+        recorded = _recorded_commits(header)
+        value = header.get("revision")
+        revision: dict[str, Any] = value if isinstance(value, dict) else {}
+        if revision.get("repository"):
+            repository = str(revision["repository"])
+        else:
+            path = str(header.get("agent_path") or "")
+            repository = str(Path(path).parent) if path else "."
+        commit = self._commit_in(repository)
+        if commit is None:
+            named = revision.get("rev") == self.rev or (
+                len(self.rev) >= 7 and any(c.startswith(self.rev.lower()) for c in recorded)
+            )
+            self.resolved = self.resolved or named
+            return named
+        self.resolved = True
+        return commit in recorded
 
 
 def _summary(t: Any) -> str:
@@ -101,7 +119,8 @@ def _list(agent: str | None, rev: str | None, limit: int | None) -> None:
     paths = list_transcripts(settings.home)
     if not paths:
         typer.echo(f"no sessions under {display_path(str(settings.home))}", err=True)
-    shown, more, resolved = 0, 0, False
+    shown, more = 0, 0
+    matcher = _RevMatcher(rev, settings.home) if rev is not None else None
     filtered = agent is not None or rev is not None
     for index, path in enumerate(reversed(paths)):
         if limit is not None and shown >= limit and not filtered:
@@ -116,11 +135,8 @@ def _list(agent: str | None, rev: str | None, limit: int | None) -> None:
             continue
         if agent is not None and t.header.get("agent") != agent:
             continue
-        if rev is not None:
-            commit = _rev_commit(t.header, rev)
-            resolved = resolved or commit is not None
-            if commit is None or commit not in _recorded_commits(t.header):
-                continue
+        if matcher is not None and not matcher.matches(t.header):
+            continue
         if limit is not None and shown >= limit:
             more += 1
             continue
@@ -131,7 +147,7 @@ def _list(agent: str | None, rev: str | None, limit: int | None) -> None:
             f"... and {more} older session{'s' if more != 1 else ''} (--limit N shows N, --all every one)",
             err=True,
         )
-    if rev is not None and paths and not resolved:
+    if matcher is not None and paths and not matcher.resolved:
         raise ConfigError(
             f"no revision '{rev}' in the repositories of these sessions' agent files",
             hint="give a commit, branch or tag of the agent's repository (git log)",

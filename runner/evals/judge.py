@@ -119,7 +119,7 @@ class Judge:
 
     def _client(self) -> Model:
         if self._model is None:
-            from runner.runtime.models import live_model
+            from runner.runtime.model_source import live_model
 
             self._model = live_model(self.spec, self.settings)
         return self._model

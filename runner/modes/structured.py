@@ -32,7 +32,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.agentfile.schema_budget import check_off_loop, schema_nodes
 from runner.models.base import Model, Reply, ToolCall
 from runner.modes.jsontext import FENCE, TOO_DEEP, load_json

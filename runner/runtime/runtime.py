@@ -20,12 +20,12 @@ from typing import Any
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
 from runner.agentfile.members import fingerprint
-from runner.agentfile.output import OutputSchema, load_output
+from runner.agentfile.output_schema import OutputSchema, load_output
 from runner.agentfile.revisions import revision_of
 from runner.models.base import Model
 from runner.modes import Mode, choose_mode
 from runner.runtime.hooks import HookChains
-from runner.runtime.models import choose_model, live_model, resolve_model_config
+from runner.runtime.model_source import choose_model, live_model, resolve_model_config
 from runner.runtime.prompts import Prompts
 from runner.runtime.settings import RuntimeSettings
 from runner.runtime.sources import Shared, SourceSet, describe_changes

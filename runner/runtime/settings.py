@@ -1,6 +1,6 @@
 """How runtimes are built and where sessions keep their records: one value, from the settings or by hand.
 
-``RuntimeSettings`` is what ``RUNNER_*`` settings (``runner.settings``) and the command line decide
+``RuntimeSettings`` is what ``RUNNER_*`` settings (``runner.env_settings``) and the command line decide
 for every agent a process runs: the home folder of transcripts and caches, the default model and a
 ``--model`` override, the fast path, cassettes to record or replay. It is frozen; a caller that
 needs another value makes a copy (``dataclasses.replace``).
@@ -36,8 +36,8 @@ class RuntimeSettings:
 
     @classmethod
     def from_environment(cls, *, model_override: str | None = None) -> RuntimeSettings:
-        """The settings of ``RUNNER_*`` variables and ``.env`` (``runner.settings``)."""
-        from runner.settings import load_settings
+        """The settings of ``RUNNER_*`` variables and ``.env`` (``runner.env_settings``)."""
+        from runner.env_settings import load_settings
 
         settings = load_settings()
         if settings.local_cost_map:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.errors import ModelError, OutputError, RunnerError
 from runner.models.base import ToolCall, Usage
 from runner.runtime.host import RuntimeHost

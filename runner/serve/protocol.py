@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import AgentConfig
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.serve.schemas import SchemaProblem, client_schema
 
 __all__ = ["ApiError", "ChatRequest", "model_params", "parse_chat_request", "request_limits"]

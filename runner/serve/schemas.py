@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from runner.agentfile.answer_check import Keyword
-from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.agentfile.output_schema import OutputSchema, json_path, schema_problems
 from runner.agentfile.schema_budget import schema_nodes
 from runner.agentfile.yamlsrc import PathKey
 

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigErrors, RunnerError
 from runner.models.base import ToolCall, Usage

@@ -56,7 +56,7 @@ async def first_request(
     config: AgentConfig, *, input: str, variables: dict[str, Any], settings: RuntimeSettings
 ) -> dict[str, Any]:
     """The exact first request of a session on ``input`` (sources opened, no model call, no hooks)."""
-    from runner.runtime.models import capabilities
+    from runner.runtime.model_source import capabilities
     from runner.session.options import RunOptions
     from runner.session.session import Session
 

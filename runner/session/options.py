@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.agentfile.config import LimitsConfig
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.errors import LimitReached
 from runner.models.base import ToolCall, Usage
 from runner.session.gate import ConfirmFn

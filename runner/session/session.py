@@ -39,8 +39,8 @@ from runner.session.gate import Confirmation
 from runner.session.hookglue import SessionHooks
 from runner.session.limits import Budget
 from runner.session.options import RunOptions, RunResult, lowered_limits
-from runner.session.records import open_transcript, restored_system
 from runner.session.results import TurnResult
+from runner.session.transcript_open import open_transcript, restored_system
 from runner.session.turn import Turn
 from runner.store.transcript import (
     Transcript,

@@ -22,7 +22,7 @@ from typing import Any
 from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
-from runner.runtime.models import BorrowedModel
+from runner.runtime.model_source import BorrowedModel
 from runner.runtime.runtime import AgentRuntime, AgentToolFactory, build_runtime
 from runner.runtime.settings import RuntimeSettings
 from runner.session.events import LoopEvent, Note, ToolFinished, ToolStarted

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.agentfile.config import TestCaseConfig
-from runner.agentfile.output import OutputSchema, json_path, schema_problems
+from runner.agentfile.output_schema import OutputSchema, json_path, schema_problems
 from runner.session.outcome import Outcome
 from runner.text import counted, one_line
 

@@ -8,12 +8,11 @@ fetched document is streamed and refused past ``MAX_DOCUMENT_BYTES`` (the larges
 few MB), so that an endless or huge answer cannot exhaust memory.
 
 ``SchemaResolver`` resolves local references (``#/...``). ``deref`` follows those of non-schema objects
-(parameters, request bodies, path items); ``schema`` inlines every reference of a schema, and where a
-schema recurs into itself it becomes ``{"type": "object", "description": "(recursive: Name)"}``, so a
-recursive model converts instead of looping. Expansions without such a cut are memoized (thousands of
-operations over shared components convert in linear time), and an expansion budget keeps many
-mutually recursive schemas from growing exponentially. An external or dangling reference, like every
-other problem here, is a ``ConfigError`` that names the source.
+(parameters, request bodies, path items); ``schema`` inlines every reference of a schema with the one
+inliner of ``tools/refs.py`` (the recursion placeholder and limits every tool source shares), so a
+recursive model converts instead of looping. Expansions without a cut are memoized (thousands of
+operations over shared components convert in linear time). An external or dangling reference, like
+every other problem here, is a ``ConfigError`` that names the source.
 """
 
 from __future__ import annotations
@@ -30,8 +29,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from runner.agentfile.validate import resolve_pointer
 from runner.errors import ConfigError
-from runner.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS, resolve_pointer
+from runner.tools.refs import RefInliner
 
 if TYPE_CHECKING:
     import httpx
@@ -50,11 +50,7 @@ __all__ = [
 ]
 
 _ACCEPT = "application/json, application/yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5"
-_SUBSCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchemas"})
-_SKIPPED_KEYS = frozenset({"$defs", "definitions"})  # reached through references, never inlined whole
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-_MAX_DEPTH = 24  # references expanded along one path
-_BUDGET = 20_000  # schema nodes built per top-level schema before references become placeholders
 
 
 @dataclass(frozen=True)
@@ -146,14 +142,14 @@ def is_url(target: str) -> bool:
 
 
 class SchemaResolver:
-    """Resolves local JSON pointers of one document, with a cycle guard and memoized expansions."""
+    """Resolves local JSON pointers of one document; inlines a schema's references (``tools/refs.py``)."""
 
     def __init__(self, document: Mapping[str, Any], label: str) -> None:
         self.document = document
         self.label = label
-        self._memo: dict[str, dict[str, Any]] = {}
-        self._cuts = 0
-        self._budget = _BUDGET
+        self._inliner = RefInliner(
+            document, resolve=self.target, finish=_exclusive_bounds_to_numbers, memoize=True
+        )
 
     def target(self, ref: str) -> Any:
         """The node ``ref`` points to; a ``ConfigError`` when it is external or points to nothing."""
@@ -181,55 +177,8 @@ class SchemaResolver:
 
     def schema(self, node: Any) -> dict[str, Any]:
         """A copy of the schema ``node`` with every reference inlined (``{}`` for a non-object)."""
-        self._budget = _BUDGET
-        result = self._walk(node, ())
+        result = self._inliner.inline(node)
         return result if isinstance(result, dict) else {}
-
-    def _walk(self, node: Any, stack: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [self._walk(item, stack) for item in node]
-        if not isinstance(node, Mapping):
-            return node  # booleans (3.1 schemas) and plain values are kept as they are
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            return self._expand(node, ref, stack)
-        self._budget -= 1
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _SKIPPED_KEYS:
-                continue
-            if key in SUBSCHEMA_KEYS or (key in SUBSCHEMA_LIST_KEYS and isinstance(value, list)):
-                out[key] = self._walk(value, stack)
-            elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, Mapping):
-                out[key] = {name: self._walk(sub, stack) for name, sub in value.items()}
-            else:
-                out[key] = value  # shared, not copied: clean_schema copies what it keeps
-        _exclusive_bounds_to_numbers(out)
-        return out
-
-    def _expand(self, node: Mapping[str, Any], ref: str, stack: tuple[str, ...]) -> dict[str, Any]:
-        name = ref.rsplit("/", 1)[-1] or ref
-        target: dict[str, Any]
-        if ref in stack:
-            self._cuts += 1
-            target = {"type": "object", "description": f"(recursive: {name})"}
-        elif ref in self._memo:
-            target = self._memo[ref]
-        elif len(stack) >= _MAX_DEPTH or self._budget <= 0:
-            self._cuts += 1
-            target = {"type": "object", "description": f"(too deeply nested: {name})"}
-        else:
-            cuts = self._cuts
-            found = self._walk(self.target(ref), (*stack, ref))
-            target = found if isinstance(found, dict) else ({} if found is not False else {"not": {}})
-            if self._cuts == cuts:  # a result without cuts does not depend on where it was reached
-                self._memo[ref] = target
-        siblings = {key: value for key, value in node.items() if key != "$ref"}
-        if not siblings:
-            return target
-        merged = dict(target)
-        merged.update(self._walk(siblings, stack))
-        return merged
 
 
 def _exclusive_bounds_to_numbers(schema: dict[str, Any]) -> None:

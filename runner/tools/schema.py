@@ -3,8 +3,8 @@
 Applied to every source (python, openapi, mcp, ...). The rules come from Open WebUI's
 ``clean_openai_tool_schema`` (seed 003) plus what providers reject in practice:
 
-- local ``$ref`` s are inlined (a cycle becomes ``{"type": "object"}`` with a description), and
-  ``$defs`` / ``definitions`` are dropped afterwards;
+- local ``$ref`` s are inlined by ``tools/refs.py`` (a cycle becomes ``{"type": "object"}`` with a
+  description, within the limits every source shares), and ``$defs`` / ``definitions`` are dropped;
 - ``anyOf`` / ``oneOf`` ``[X, {"type": "null"}]`` collapses to ``X``; ``type: [X, "null"]`` to ``X``;
 - ``default: null`` and ``null`` enum members are dropped;
 - Python-ish type names are normalised (``str`` -> ``string``, ``int`` -> ``integer``, ...);
@@ -20,13 +20,12 @@ Output key order follows the input, so the same input always gives byte-identica
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from runner.agentfile.validate import resolve_pointer
+from runner.tools.refs import SUBSCHEMA_KEYS, SUBSCHEMA_LIST_KEYS, RefInliner
 
-__all__ = ["clean_schema", "inline_refs", "resolve_pointer"]
+__all__ = ["clean_schema", "inline_refs"]
 
 _TYPE_ALIASES = {
     "str": "string",
@@ -57,33 +56,15 @@ _DROPPED_KEYS = frozenset(
         "discriminator",
     }
 )
-#: Keywords whose value is one subschema (JSON Schema 2020-12 and earlier drafts).
-SUBSCHEMA_KEYS = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "not",
-        "contains",
-        "propertyNames",
-        "if",
-        "then",
-        "else",
-        "additionalItems",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    }
-)
 _SCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-#: Keywords whose value is a list of subschemas.
-SUBSCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 _NULL_SCHEMA = {"type": "null"}
-_MAX_REF_DEPTH = 32  # nested references expanded along one path; deeper ones become placeholders
 
 
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``schema`` with every local ``$ref`` replaced by its target (cycle-safe)."""
-    return _Inliner(schema).walk(schema, ())
+    """Return a copy of ``schema`` with every local ``$ref`` replaced by its target (``tools/refs.py``)."""
+    result = RefInliner(schema).inline(schema)
+    return result if isinstance(result, dict) else {}
 
 
 def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -109,59 +90,6 @@ def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
     ordered: dict[str, Any] = {"type": "object", "properties": properties}
     ordered.update((k, v) for k, v in result.items() if k not in ordered)
     return ordered
-
-
-class _Inliner:
-    """Resolves JSON pointers against one root document, tracking the refs being expanded."""
-
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
-
-    def walk(self, node: Any, stack: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [self.walk(item, stack) for item in node]
-        if not isinstance(node, Mapping):
-            return copy.deepcopy(node)
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            return self._expand(node, ref, stack)
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in ("$defs", "definitions"):
-                continue  # every local reference into them is inlined
-            if key in SUBSCHEMA_KEYS or key in SUBSCHEMA_LIST_KEYS:
-                out[key] = self.walk(value, stack)
-            elif key in _SCHEMA_MAP_KEYS and isinstance(value, Mapping):
-                out[key] = {name: self.walk(sub, stack) for name, sub in value.items()}
-            else:
-                out[key] = copy.deepcopy(value)
-        return out
-
-    def _expand(self, node: Mapping[str, Any], ref: str, stack: tuple[str, ...]) -> dict[str, Any]:
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        name = ref.rsplit("/", 1)[-1] or ref
-        if ref in stack or len(stack) >= _MAX_REF_DEPTH:
-            target: dict[str, Any] = {"type": "object", "description": f"(recursive: {name})"}
-        else:
-            found = self._resolve(ref)
-            if found is None:
-                target = {"type": "object", "description": f"(unresolved reference: {ref})"}
-            else:
-                target = self.walk(found, (*stack, ref))
-                if not isinstance(target, dict):
-                    target = {}
-        merged = dict(target)
-        merged.update(self.walk(siblings, stack))
-        return merged
-
-    def _resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            return None
-        try:
-            node = resolve_pointer(self.root, ref)
-        except LookupError:
-            return None
-        return node if isinstance(node, Mapping) else None
 
 
 def _clean(node: Mapping[str, Any], *, is_property: bool) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
 from runner.models.base import Model
-from runner.runtime.models import BorrowedModel, live_model, resolve_model_config
+from runner.runtime.model_source import BorrowedModel, live_model, resolve_model_config
 from runner.runtime.settings import RuntimeSettings
 from runner.store.replay import RecordingModel
 from runner.store.transcript import Redactor, file_sha256, git_state

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.agentfile.output import OutputSchema
+from runner.agentfile.output_schema import OutputSchema
 from runner.agentfile.schema_budget import check_off_loop
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError

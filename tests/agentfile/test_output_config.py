@@ -145,7 +145,7 @@ def test_a_schema_dialect_that_is_not_a_string_is_an_error_not_a_crash(value: st
 
 
 def test_a_broken_schema_that_skipped_validate_fails_answers_with_a_message() -> None:
-    from runner.agentfile.output import OutputSchema
+    from runner.agentfile.output_schema import OutputSchema
 
     schema = OutputSchema({"type": "object", "properties": {"a": {"type": "string", "pattern": "(x"}}})
     (problem,) = schema.problems({"a": "x"})

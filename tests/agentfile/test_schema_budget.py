@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from runner.agentfile import schema_budget
 from runner.agentfile.answer_check import canonical
-from runner.agentfile.output import OutputSchema, schema_problems
+from runner.agentfile.output_schema import OutputSchema, schema_problems
 from runner.agentfile.schema_budget import (
     MAX_ANSWER_DEPTH,
     MAX_EXPANDED_NODES,

@@ -17,7 +17,7 @@ import pytest
 from runner.agentfile import load_agent
 from runner.models import model_data
 from runner.runtime import RuntimeSettings, build_runtime
-from runner.runtime.models import capabilities
+from runner.runtime.model_source import capabilities
 from runner.session.opening import first_request
 
 #: Real ids as users write them: provider-prefixed and bare, dated, upper-case, aliases, fine-tunes,

@@ -104,7 +104,7 @@ def test_runner_serve_answers_the_openai_sdk_and_stops_on_ctrl_c(
 def test_serve_limits_are_settings_with_defaults(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runner.settings import load_settings
+    from runner.env_settings import load_settings
 
     defaults = load_settings()
     assert defaults.serve_allowed_origins == [] and defaults.serve_allowed_hosts == []

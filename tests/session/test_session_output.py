@@ -289,7 +289,7 @@ async def test_a_subagent_with_output_returns_the_object_as_its_tool_result(
 
 
 async def test_a_client_schema_applies_to_an_agent_without_output(agent: Agents, drive: Driver) -> None:
-    from runner.agentfile.output import OutputSchema
+    from runner.agentfile.output_schema import OutputSchema
     from runner.session import RunOptions
 
     spec = agent(tools=TOOLS)
