@@ -210,6 +210,14 @@ def test_closed_server_releases_its_port() -> None:
 # --- python -m runner.testing serve ----------------------------------------------------------
 
 
+def test_the_serve_cli_is_not_a_name_of_the_testing_package() -> None:
+    import runner.testing
+    from runner.testing.server import main
+
+    assert "main" not in runner.testing.__all__ and not hasattr(runner.testing, "main")
+    assert callable(main)  # what python -m runner.testing serve runs (below)
+
+
 def test_cli_serves_a_yaml_script_until_interrupted(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
     script.write_text("- content: from the CLI\n", encoding="utf-8")
