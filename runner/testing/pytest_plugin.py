@@ -91,8 +91,9 @@ class _Guard:
         if self.holders > 1:
             return
         cls = socket.socket
-        self.saved = {name: vars(cls).get(name) for name in ("connect", "connect_ex", "sendto", "sendmsg")}
-        real = {name: getattr(cls, name) for name in self.saved}
+        names = [name for name in ("connect", "connect_ex", "sendto", "sendmsg") if hasattr(cls, name)]
+        self.saved = {name: vars(cls).get(name) for name in names}  # None: inherited from _socket
+        real = {name: getattr(cls, name) for name in names}
 
         def connect(sock: socket.socket, address: Any) -> None:
             _refuse(sock, address)
@@ -103,7 +104,8 @@ class _Guard:
             return real["connect_ex"](sock, address)
 
         def sendto(sock: socket.socket, *args: Any) -> int:
-            _refuse(sock, args[-1])  # sendto(data, address) or sendto(data, flags, address)
+            if len(args) > 1:  # sendto(data, address) or sendto(data, flags, address)
+                _refuse(sock, args[-1])
             return real["sendto"](sock, *args)
 
         def sendmsg(sock: socket.socket, *args: Any) -> int:
@@ -112,7 +114,8 @@ class _Guard:
             return real["sendmsg"](sock, *args)
 
         for function in (connect, connect_ex, sendto, sendmsg):
-            setattr(cls, function.__name__, function)
+            if function.__name__ in real:  # no sendmsg on Windows
+                setattr(cls, function.__name__, function)
 
     def release(self) -> None:
         self.holders -= 1
