@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import re
 from pathlib import Path
 from typing import Any
@@ -28,4 +30,6 @@ def test_every_example_runs(monkeypatch: pytest.MonkeyPatch, request: pytest.Fix
             if name.startswith("test_") and callable(namespace[name]):
                 # a test written for the pytest plugin: give it the fixtures it names
                 fixtures = namespace[name].__code__.co_varnames[: namespace[name].__code__.co_argcount]
-                namespace[name](**{f: request.getfixturevalue(f) for f in fixtures})
+                ran = namespace[name](**{f: request.getfixturevalue(f) for f in fixtures})
+                if inspect.iscoroutine(ran):  # an async test (the run_agent fixture)
+                    asyncio.run(ran)

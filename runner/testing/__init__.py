@@ -19,12 +19,14 @@ httpx paths run against it. As a pytest fixture::
             yield srv                         # srv.base_url == "http://127.0.0.1:<port>/v1"
 
 By hand: ``python -m runner.testing serve script.yaml [--port 8000]`` prints the base URL and serves
-until Ctrl+C. The model and the server use only the standard library.
+until Ctrl+C (``runner.testing.server.main``, not a name of this package). The model and the server
+use only the standard library.
 
 ``run_agent`` / ``run_agent_sync`` run an agent file against either in one call (``runner.testing.run``),
 and ``scripted_session`` opens a runtime and a session for tests that drive it themselves. The pytest
 plugin (``runner.testing.pytest_plugin``, registered as an entry point) gives the fixtures
-``scripted_model``, ``scripted_server``, ``run_agent`` and ``no_network``.
+``scripted_model``, ``scripted_server``, ``run_agent_sync``, ``run_agent`` (async) and
+``no_network``, and the ``no_network`` marker; nothing runs in a test that does not ask for it.
 
 Module map: ``model`` (ScriptedModel and the reply helpers), ``server`` (ScriptedServer and the
 command line), ``run`` (one-call runs), ``pytest_plugin`` (fixtures).
@@ -35,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from runner.testing.model import ScriptedModel, text, tool_call, tool_calls
-from runner.testing.server import ScriptedServer, main
+from runner.testing.server import ScriptedServer
 
 if TYPE_CHECKING:
     from runner.testing.run import ScriptedRun, run_agent, run_agent_sync, scripted_session
@@ -44,7 +46,6 @@ __all__ = [
     "ScriptedModel",
     "ScriptedRun",
     "ScriptedServer",
-    "main",
     "run_agent",
     "run_agent_sync",
     "scripted_session",

@@ -25,7 +25,8 @@ __all__ = ["ScriptedModel", "Step", "pieces", "text", "tool_call", "tool_calls"]
 
 Step = Reply | str | BaseException | Callable[[Request], "Reply | str"]
 
-_ids = itertools.count(1)
+#: The id of a call made by ``tool_call``/``tool_calls``: the model that serves the reply numbers it.
+UNSET_ID = ""
 
 
 def text(content: str, *, reasoning: str | None = None, usage: Usage | None = None) -> Reply:
@@ -41,12 +42,14 @@ def tool_call(name: str, /, **arguments: Any) -> Reply:
 def tool_calls(
     *calls: tuple[str, Mapping[str, Any]], content: str | None = None, usage: Usage | None = None
 ) -> Reply:
-    """A scripted reply with several tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
+    """A scripted reply with several tool calls: ``tool_calls(("a", {...}), ("b", {...}))``.
+
+    The calls get their ids from the ``ScriptedModel`` that serves the reply: ``call_1``, ``call_2``, ...
+    in the order that model serves them, so the same script gives the same ids in every model.
+    """
     return Reply(
         content=content,
-        tool_calls=tuple(
-            ToolCall(f"call_{next(_ids)}", name, json.dumps(dict(args))) for name, args in calls
-        ),
+        tool_calls=tuple(ToolCall(UNSET_ID, name, json.dumps(dict(args))) for name, args in calls),
         usage=usage or Usage(),
         finish_reason="tool_calls",
     )
@@ -66,6 +69,10 @@ class ScriptedModel:
     A step is a ``Reply`` (see ``text``/``tool_call``/``tool_calls``), a plain string (a text reply),
     an exception instance (raised, e.g. ``ModelError("down", retryable=True)``), or a callable
     ``(Request) -> Reply | str`` for dynamic behaviour.
+
+    Tool calls without an id (those of ``tool_call``/``tool_calls``) are numbered by this model, in the
+    order it serves them: ``call_1``, ``call_2``, ..., skipping ids the request's messages already hold
+    (a resumed conversation); a call built with an id keeps it.
     """
 
     supports_tools: bool | None = True
@@ -87,6 +94,7 @@ class ScriptedModel:
         self._script = list(script)
         self._position = 0
         self._chunk_delay_s = chunk_delay_s
+        self._ids = itertools.count(1)
 
     @property
     def remaining(self) -> int:
@@ -139,4 +147,18 @@ class ScriptedModel:
             step = text(step)
         if not isinstance(step, Reply):
             raise TypeError(f"ScriptedModel step #{self._position} gave {type(step).__name__}, not a Reply")
+        if any(call.id == UNSET_ID for call in step.tool_calls):
+            step = replace(step, tool_calls=self._numbered(step.tool_calls, request))
         return step if step.model else replace(step, model=self.name)
+
+    def _numbered(self, calls: tuple[ToolCall, ...], request: Request) -> tuple[ToolCall, ...]:
+        """``calls`` with an id each: this model's next ``call_N`` not already in the conversation (a
+        resumed one holds the ids another model gave), as a provider keeps ids unique in one."""
+        taken = {str(m.get("tool_call_id")) for m in request.messages if m.get("role") == "tool"}
+        taken |= {str(c.get("id")) for m in request.messages for c in m.get("tool_calls") or ()}
+        numbered = []
+        for call in calls:
+            if call.id == UNSET_ID:
+                call = replace(call, id=next(i for i in (f"call_{n}" for n in self._ids) if i not in taken))
+            numbered.append(call)
+        return tuple(numbered)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from runner.errors import ModelError
-from runner.models.base import Completed, Model, Reply, Request, TextDelta, ToolCallReady
+from runner.models.base import Completed, Model, Reply, Request, TextDelta, ToolCall, ToolCallReady
 from runner.testing import ScriptedModel, ScriptedServer, text, tool_call, tool_calls
 
 REQUEST = Request(model="scripted", messages=[{"role": "user", "content": "hi"}])
@@ -61,7 +61,9 @@ async def test_scripted_model_streams_text_in_chunks_and_tool_calls_as_ready_eve
     pieces = [event.text for event in events if isinstance(event, TextDelta)]
     assert len(pieces) > 1 and "".join(pieces) == "Let me check the weather."
     assert [(e.index, e.call.name) for e in events if isinstance(e, ToolCallReady)] == [(0, "a"), (1, "b")]
-    assert events[-1] == Completed(replace(reply, model="scripted"))
+    ids = ("call_1", "call_2")
+    numbered = tuple(replace(call, id=id) for call, id in zip(reply.tool_calls, ids, strict=True))
+    assert events[-1] == Completed(replace(reply, model="scripted", tool_calls=numbered))
 
 
 async def test_callable_steps_see_the_request_and_exception_steps_are_raised() -> None:
@@ -74,10 +76,31 @@ async def test_callable_steps_see_the_request_and_exception_steps_are_raised() -
         await model.complete(REQUEST)
 
 
-def test_tool_call_helpers_give_distinct_ids() -> None:
-    reply = tool_calls(("a", {}), ("a", {}))
-    assert reply.tool_calls[0].id != reply.tool_calls[1].id
-    assert reply.finish_reason == "tool_calls"
+async def test_tool_call_ids_are_numbered_by_each_model_the_same_way() -> None:
+    # Ids come from the model serving the script, not from a counter shared by the process: two models
+    # running the same script give the same ids, and a call's id differs from every other in one model.
+    script = [tool_calls(("a", {}), ("a", {})), tool_call("b"), "done"]
+    first, second = ScriptedModel(script), ScriptedModel(script)
+    replies = [await model.complete(REQUEST) for model in (first, second) for _ in "ab"]
+    ids = [[call.id for call in reply.tool_calls] for reply in replies]
+    assert ids == [["call_1", "call_2"], ["call_3"], ["call_1", "call_2"], ["call_3"]]
+    streamed = ScriptedModel(script)
+    ready = [e.call.id async for e in streamed.stream(REQUEST) if isinstance(e, ToolCallReady)]
+    assert ready == ["call_1", "call_2"]
+    assert script[0].finish_reason == "tool_calls"  # type: ignore[union-attr]
+
+
+async def test_ids_skip_those_a_resumed_conversation_already_holds() -> None:
+    earlier = ScriptedModel([tool_call("a")])
+    said = (await earlier.complete(REQUEST)).message()
+    resumed = Request("scripted", [*REQUEST.messages, said, {"role": "tool", "tool_call_id": "call_1"}])
+    assert [c.id for c in (await ScriptedModel([tool_call("b")]).complete(resumed)).tool_calls] == ["call_2"]
+
+
+async def test_a_call_with_its_own_id_keeps_it() -> None:
+    own = Reply(content=None, tool_calls=(ToolCall("mine", "a", "{}"),), finish_reason="tool_calls")
+    model = ScriptedModel([own, tool_call("b")])
+    assert [(await model.complete(REQUEST)).tool_calls[0].id for _ in range(2)] == ["mine", "call_1"]
 
 
 # --- ScriptedServer over raw HTTP --------------------------------------------------------------
@@ -185,6 +208,14 @@ def test_closed_server_releases_its_port() -> None:
 
 
 # --- python -m runner.testing serve ----------------------------------------------------------
+
+
+def test_the_serve_cli_is_not_a_name_of_the_testing_package() -> None:
+    import runner.testing
+    from runner.testing.server import main
+
+    assert "main" not in runner.testing.__all__ and not hasattr(runner.testing, "main")
+    assert callable(main)  # what python -m runner.testing serve runs (below)
 
 
 def test_cli_serves_a_yaml_script_until_interrupted(tmp_path: Path) -> None:
