@@ -45,7 +45,7 @@ def run_render(
     if target.workflow is not None:
         _render_workflow(target, variables=variables, json_output=json_output)
         return
-    config = target.config
+    config = target.agent_config
     note_secrets(config)
     _warn_unknown_vars(config, variables)
     settings = runtime_settings(None)
@@ -170,8 +170,7 @@ def run_agent(
             yes=yes,
             watch=watch,
         )
-    config = target.config
-    assert config is not None
+    config = target.agent_config
     note_secrets(config)
     _warn_unknown_vars(config, variables)
     if resume is not None:
@@ -272,8 +271,7 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
     from runner.runnable import resolve
 
     settings = runtime_settings(None)
-    config = resolve(ref, agent=agent_name, workflows=False, door="runner tools").config
-    assert config is not None
+    config = resolve(ref, agent=agent_name, workflows=False, door="runner tools").agent_config
     note_secrets(config)
     if check:
         return _check_sources(config, settings)

@@ -61,6 +61,7 @@ def structured_answer(target: Target, runner: Any, outcome: Outcome) -> Structur
             return Structured(missing="the workflow gave no output")
         return Structured.from_text(value) if isinstance(value, str) else Structured(value)
     config = target.config
+    assert config is not None
     if config.output is None:
         return Structured.from_text(outcome.answer)
     result = runner.last
@@ -212,7 +213,7 @@ def run_tests(refs: list[str], *, update: bool, settings: RuntimeSettings) -> in
     targets = _targets(refs)
     workflows = {t.path for t in targets if t.workflow is not None and t.workflow.tests}
     for target in targets:
-        cases = target.workflow.tests if target.workflow is not None else target.config.tests
+        cases = target.workflow.tests if target.workflow is not None else target.agent_config.tests
         if target.workflow is None and not cases and target.path not in workflows:
             typer.echo(f"{target.name}: no tests ({display_path(str(target.path))})", err=True)
         for case in cases:

@@ -59,6 +59,12 @@ class Target:
         return self.config.name
 
     @property
+    def agent_config(self) -> AgentConfig:
+        """The one agent's configuration (an agent target's; a workflow target has none)."""
+        assert self.config is not None, "a workflow target runs several agents"
+        return self.config
+
+    @property
     def is_workflow(self) -> bool:
         return self.kind == "workflow"
 

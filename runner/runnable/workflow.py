@@ -21,6 +21,7 @@ from runner.agentfile.workflow import WorkflowConfig
 from runner.models.base import Usage
 from runner.runnable.target import Target
 from runner.runtime.settings import RuntimeSettings
+from runner.session.events import EventSink
 from runner.session.outcome import Outcome
 from runner.store.transcript import Transcript, read_transcript, sessions_dir
 from runner.workflow.agents import ModelFor, WorkflowAgents
@@ -110,6 +111,7 @@ class WorkflowRunner:
         workflow: WorkflowConfig | None = None,
         cassette: WorkflowCassette | None = None,
         record: WorkflowRecord | None = None,
+        sink: EventSink | None = None,
     ) -> WorkflowEngine:
         """The engine of one run (not started): its transcript opened, what it reuses read."""
         values = dict(variables or {})
@@ -139,6 +141,7 @@ class WorkflowRunner:
             # a cassette's run makes its own pool: every agent's model is the cassette's
             agents=None if cassette is not None else self.agents,
             on_usage=on_usage,
+            sink=sink,
         )
 
     def _transcript(self, done: WorkflowResult) -> Transcript | None:

@@ -23,6 +23,7 @@ __all__ = [
     "ToolStarted",
     "TurnEnded",
     "UsageUpdate",
+    "WorkflowStep",
 ]
 
 
@@ -114,6 +115,14 @@ class TurnEnded:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class WorkflowStep:
+    """A workflow's step started or ended (``data``: the event ``runner run --json`` prints for it:
+    ``type`` ``step_start`` / ``step_end`` / ``step_reused``, ``key``, ``status``, ...)."""
+
+    data: dict[str, Any]
+
+
 LoopEvent = (
     TextChunk
     | AnswerDraft
@@ -126,5 +135,6 @@ LoopEvent = (
     | Note
     | UsageUpdate
     | TurnEnded
+    | WorkflowStep
 )
 EventSink = Callable[[LoopEvent], None]

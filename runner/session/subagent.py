@@ -27,6 +27,7 @@ from runner.runtime.runtime import AgentRuntime, AgentToolFactory, build_runtime
 from runner.runtime.settings import RuntimeSettings
 from runner.session.events import LoopEvent, Note, ToolFinished, ToolStarted
 from runner.session.options import RunOptions
+from runner.session.outcome import Outcome
 from runner.session.session import Session, current_session
 from runner.text import one_line
 from runner.tools.base import RunContext, Tool
@@ -151,6 +152,16 @@ async def _run_child(child: _ChildRuntime, text: str) -> str:
         _depth.reset(token)
         if os.getcwd() != cwd:
             os.chdir(cwd)
-    if result.reason != "done":
-        return f"{result.output}\n\n[{name} stopped early: {result.reason}]".strip()
-    return result.output
+    return _child_answer(name, result.outcome)
+
+
+def _child_answer(name: str, outcome: Outcome) -> str:
+    """What the parent's model reads of the child's run, by the child's ``Outcome`` (the status every
+    door gives): the answer; a note after it when a hook stopped the child; a tool error (with what
+    it said) when a limit, an interruption or an error ended it."""
+    if outcome.status == "ok":
+        return outcome.answer
+    note = f"[{name} ended: {outcome.status} ({outcome.why()})]"
+    if outcome.status == "stopped":
+        return f"{outcome.answer}\n\n{note}".strip()
+    raise ToolError(f"{outcome.answer}\n\n{note}".strip())

@@ -67,6 +67,8 @@ class TurnSession(SessionView, Protocol):
     """What a turn uses of its session (``session.Session``, named so this module need not import it)."""
 
     current_input: str
+    #: The tools the model called, in order (``RunResult.tools``).
+    calls: list[str]
 
     @property
     def limits(self) -> LimitsConfig: ...

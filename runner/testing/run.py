@@ -13,8 +13,9 @@
 
 The agent runs as ``runner run`` runs it (``Session.run``: hooks, limits, every turn hooks queue),
 its tools for real, with no transcript unless ``settings`` asks for one, and calls that need a
-confirmation allowed (``yes``). ``scripted_session`` opens a runtime and a session for tests that
-drive the session themselves.
+confirmation refused as ``runner run`` without ``--yes`` and ``runner serve`` refuse them (the model
+reads the refusal; ``run.outcome.refused`` names them) unless ``yes=True``. ``scripted_session``
+opens a runtime and a session for tests that drive the session themselves.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, RunResult, Session, open_runtime
 from runner.session.events import AssistantMessage, LoopEvent, ToolFinished
+from runner.session.outcome import Outcome
 from runner.store.transcript import Transcript
 from runner.testing.model import ScriptedModel, Step
 from runner.testing.server import ScriptedServer
@@ -62,6 +64,11 @@ class ScriptedRun:
     def history(self) -> list[dict[str, Any]]:
         """The conversation as it ended."""
         return self.session.history
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the run ended, as every door reads it (status, exit code, tools called and refused)."""
+        return self.result.outcome
 
     @property
     def tools_called(self) -> list[str]:
@@ -123,7 +130,7 @@ async def run_agent(
     server: ScriptedServer | None = None,
     fast_path: bool = True,
     vars: Mapping[str, Any] | None = None,
-    yes: bool = True,
+    yes: bool = False,
     agent_name: str | None = None,
     settings: RuntimeSettings | None = None,
 ) -> ScriptedRun:

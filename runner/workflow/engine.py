@@ -36,7 +36,7 @@ from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session
-from runner.session.events import LoopEvent, UsageUpdate
+from runner.session.events import EventSink, LoopEvent, UsageUpdate
 from runner.session.outcome import STATUSES, Outcome, Status
 from runner.text import one_line
 from runner.workflow.agents import WorkflowAgents
@@ -92,7 +92,7 @@ class WorkflowResult:
     @property
     def outcome(self) -> Outcome:
         """How the run ended, as every door reads it (the same rule as an agent's session)."""
-        status: Status = self.status if self.status in STATUSES else "error"  # type: ignore[assignment]
+        status: Status = self.status if self.status in STATUSES else "error"
         if self.exit_code == 130:
             status = "interrupted"
         why = "; ".join(self.notes) or None
@@ -130,8 +130,11 @@ class WorkflowEngine:
         cassette: WorkflowCassette | None = None,
         agents: WorkflowAgents | None = None,
         on_usage: Callable[[Usage], None] | None = None,
+        sink: EventSink | None = None,
     ) -> None:
         self.path = path
+        #: Every event of every step's session (the Python API's ``stream``), besides ``on_event``.
+        self.sink = sink
         self.workflow = workflow
         self.settings = settings
         self.input = input
@@ -475,6 +478,8 @@ class WorkflowEngine:
         return session, outcome
 
     def _sink(self, event: LoopEvent) -> None:
+        if self.sink is not None:
+            self.sink(event)
         if isinstance(event, UsageUpdate):
             if self.on_usage is not None:
                 self.on_usage(event.call)
