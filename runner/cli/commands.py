@@ -69,9 +69,9 @@ def run_render(
     if output is not None:
         typer.echo("--- output schema ---")
         typer.echo(json.dumps(output["schema"], indent=2, ensure_ascii=False))
-        for key, value in (request.get("params") or {}).items():
-            typer.echo(f"--- {key} ---")
-            typer.echo(json.dumps(value, ensure_ascii=False))
+    for key, value in (request.get("params") or {}).items():  # temperature, params:, response_format
+        typer.echo(f"--- {key} ---")
+        typer.echo(json.dumps(value, ensure_ascii=False))
 
 
 def _render_workflow(target: Any, *, variables: Mapping[str, Any], json_output: bool) -> None:

@@ -195,7 +195,7 @@ async def grade(
         seconds=result.duration_s,
         session_id=result.session_id,
     )
-    if result.status == "error":
+    if result.status == "error" and case.expect.status != "error":
         outcome.status, outcome.problems = "error", [f"the run failed: {result.error}"]
         return outcome
     ended = Outcome(

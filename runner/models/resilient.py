@@ -190,7 +190,11 @@ class ResilientModel:
             return last
         tried = "; ".join(error.message for error in errors.values())
         return ModelError(
-            f"every model failed: {tried}", hint=last.hint, status=last.status, retryable=last.retryable
+            f"every model failed: {tried}",
+            hint=last.hint,
+            status=last.status,
+            retryable=last.retryable,
+            retry_after=last.retry_after,
         )
 
 

@@ -68,18 +68,17 @@ async def first_request(
         session.ensure_system_prompt(input)
         system = session.conversation.system
         messages = [m for m in (system, prompts.user(input, values), prompts.status(input, values)) if m]
-        tools = runtime.mode.request_tools(runtime.tool_definitions or None)
+        built = session.build_request(messages)  # what the session's first step sends
         request: dict[str, Any] = {
             "model": described.name,
             "mode": runtime.mode.kind,
             "mode_why": runtime.mode.why,
-            "messages": messages,
-            "tools": tools,
+            "messages": built.messages,
+            "tools": built.tools,
+            "params": dict(built.params),
         }
         plan = session.output_plan
         if plan is not None:
-            request["tools"] = plan.tools(tools)
-            request["params"] = plan.params()
             request["output"] = {
                 "strategy": plan.strategy,
                 "how": plan.describe(),

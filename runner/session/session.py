@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 from runner.agentfile.config import AgentConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
-from runner.models.base import Model, Usage
+from runner.models.base import Model, Request, Usage
 from runner.modes.structured import OutputPlan
 from runner.runtime.host import RuntimeHost
 from runner.runtime.prompts import compose_system
@@ -194,6 +194,19 @@ class Session:
     def usage(self) -> Usage:
         """Tokens and cost so far (sub-agents and selectors included)."""
         return self.budget.usage
+
+    def build_request(self, messages: list[dict[str, Any]]) -> Request:
+        """The request this session sends with ``messages``: the mode's tools (and the caller's), the
+        model parameters (the file's, the caller's), what the structured-output plan adds. Every
+        step's request is built here, and so is what ``runner render`` shows."""
+        tools = self.runtime.mode.request_tools(self.request_tools())
+        params = self.request_params
+        plan = self.output_plan
+        if plan is not None:
+            tools, params = plan.tools(tools), {**params, **plan.params()}
+        return Request(
+            model=self.model.name, messages=messages, tools=tools, params=params, stream=self.stream
+        )
 
     def request_tools(self) -> list[dict[str, Any]] | None:
         """The tools of a request: the agent's, then the caller's (the same list every step)."""

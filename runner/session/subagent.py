@@ -21,7 +21,7 @@ from typing import Any
 
 from runner.agentfile import load_agent
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
-from runner.errors import ConfigError, ToolError
+from runner.errors import ConfigError, ModelError, OutputError, ToolError
 from runner.runtime.model_source import BorrowedModel
 from runner.runtime.runtime import AgentRuntime, AgentToolFactory, build_runtime
 from runner.runtime.settings import RuntimeSettings
@@ -144,7 +144,9 @@ async def _run_child(child: _ChildRuntime, text: str) -> str:
             if parent is not None:
                 parent.record_event("subagent", agent=name, session_id=session.session_id)
             try:
-                result = await session.run([text])
+                outcome = (await session.run([text])).outcome
+            except (ModelError, OutputError) as exc:  # the child failed: the parent's model reads why
+                outcome = Outcome.of_error(exc, session_id=session.session_id, usage=session.usage)
             finally:
                 if parent is not None:
                     parent.count_usage(session.usage)
@@ -152,7 +154,7 @@ async def _run_child(child: _ChildRuntime, text: str) -> str:
         _depth.reset(token)
         if os.getcwd() != cwd:
             os.chdir(cwd)
-    return _child_answer(name, result.outcome)
+    return _child_answer(name, outcome)
 
 
 def _child_answer(name: str, outcome: Outcome) -> str:

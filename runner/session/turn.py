@@ -382,18 +382,7 @@ class Turn:
     def _request(self) -> Request:
         session = self.session
         status = self.runtime.prompts.status(session.current_input, session.variables)
-        tools = self.runtime.mode.request_tools(session.request_tools())
-        params = session.request_params
-        plan = session.output_plan
-        if plan is not None:
-            tools, params = plan.tools(tools), {**params, **plan.params()}
-        return Request(
-            model=session.model.name,
-            messages=self.conversation.messages(status),
-            tools=tools,
-            params=params,
-            stream=session.stream,
-        )
+        return session.build_request(self.conversation.messages(status))
 
     # ----------------------------------------------------------------- results
 

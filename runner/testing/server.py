@@ -27,11 +27,12 @@ class ScriptedServer:
 
     Each entry is a dict: ``content``, ``reasoning``, ``tool_calls`` (``[{"name", "arguments",
     "id"}]``; ``"id": None`` sends none), ``usage``, ``finish_reason``, ``status`` with ``error``
-    (an error answer in OpenAI's shape), ``delay_s`` (before answering), ``chunk_delay_s``
-    (between stream chunks) and ``linger_s`` (how long a stream stays open after ``[DONE]``); or a
-    callable ``(body) -> dict``. ``script`` itself may be such a callable. ``repeat=True`` cycles the
-    script forever. ``requests`` holds the parsed JSON bodies, ``peers`` the client address of each
-    (one address for many requests: the client reused its connection).
+    (an error answer in OpenAI's shape, with ``headers`` such as ``{"Retry-After": "1"}``),
+    ``delay_s`` (before answering), ``chunk_delay_s`` (between stream chunks) and ``linger_s``
+    (how long a stream stays open after ``[DONE]``); or a callable ``(body) -> dict``. ``script``
+    itself may be such a callable. ``repeat=True`` cycles the script forever. ``requests`` holds the
+    parsed JSON bodies, ``peers`` the client address of each (one address for many requests: the
+    client reused its connection).
 
     Malformed answers, sent as they are: ``frames`` (a list of chunk dicts streamed as the stream's
     ``data:`` events, then ``[DONE]``) and ``body`` (the whole answer of a request without
@@ -204,7 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(float(step["delay_s"]))
         status = int(step.get("status") or 200)
         if status != 200:
-            self._send_error(status, str(step.get("error") or f"scripted error {status}"))
+            headers = {str(k): str(v) for k, v in (step.get("headers") or {}).items()}
+            self._send_error(status, str(step.get("error") or f"scripted error {status}"), headers)
         elif body.get("stream"):
             self._send_stream(body, step)
         elif "body" in step:
@@ -212,17 +214,22 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, self._completion(body, step))
 
-    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, status: int, message: str) -> None:
+    def _send_error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         kind = "server_error" if status >= 500 else _ERROR_TYPES.get(status, "invalid_request_error")
-        self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+        error = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        self._send_json(status, error, headers)
 
     def _send_stream(self, body: dict[str, Any], step: Mapping[str, Any]) -> None:
         self.send_response(200)
