@@ -100,7 +100,8 @@ class Case:
     def agent_yaml(self, name: str = "worker", base: str | None = None) -> str:
         return (
             f"name: {name}\ndescription: Works.\nmodel:\n  id: openai/scripted\n"
-            f"  api_base: {base or self.server.base_url}\n  api_key: ${{SCRIPTED_API_KEY:-sk-test}}\n  retries: 0\n"
+            f"  api_base: {base or self.server.base_url}\n"
+            "  api_key: ${SCRIPTED_API_KEY:-sk-test}\n  retries: 0\n"
             f"prompts:\n  system: You are {name}.\n{self.end.tools}{self.end.body}"
         )
 
