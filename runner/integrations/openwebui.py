@@ -33,12 +33,12 @@ from pydantic import BaseModel, Field
 
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import load_catalog
-from runner.serve.engine import ChatRun, EndPiece, RequestRun, StepRunning, ToolRunning
+from runner.serve.dispatch import open_request_run
+from runner.serve.engine import EndPiece, RequestRun, StepRunning, ToolRunning
 from runner.serve.history import parse_conversation
 from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
 from runner.serve.reload import CatalogHolder
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
-from runner.serve.workflow_run import open_workflow_run
 
 __all__ = ["Pipe"]
 
@@ -153,13 +153,8 @@ class Pipe:
 
     def _run(self, holder: CatalogHolder, chat: ChatRequest, name: str) -> RequestRun:
         """The run of model ``name``: its workflow, or an agent's turn (``ApiError`` 404: neither)."""
-        workflow = holder.workflow(name)
-        if workflow is not None:
-            return open_workflow_run(holder, workflow, chat)
-        agent, host = holder.get(name), holder.host(name)
-        if agent is None or host is None:
-            raise ApiError(404, f"no agent named '{name}' under {self.valves.AGENT_PATHS} (and no workflow)")
-        return ChatRun.for_request(host, parse_conversation(chat.messages), chat)
+        where = f" under {self.valves.AGENT_PATHS}"
+        return open_request_run(holder, chat, parse_conversation(chat.messages), name=name, where=where)
 
     async def _events(
         self, run: RequestRun, emit: EventEmitter | None, writer: ChunkWriter

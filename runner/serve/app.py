@@ -40,7 +40,8 @@ from starlette.types import Receive
 from runner.modes.structured import prepare_wire
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
-from runner.serve.engine import ChatRun, RequestRun
+from runner.serve.dispatch import open_request_run
+from runner.serve.engine import RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
 from runner.serve.outward import outward
@@ -48,7 +49,6 @@ from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
-from runner.serve.workflow_run import open_workflow_run
 from runner.text import utf8
 
 __all__ = [
@@ -199,20 +199,7 @@ def _request_run(
     tool_details: bool,
 ) -> RequestRun:
     """The run of the request's model: its workflow, or an agent's turn (404: neither)."""
-    workflow = holder.workflow(chat.model)
-    if workflow is not None:
-        return open_workflow_run(holder, workflow, chat, on_done=report)
-    agent = holder.get(chat.model)
-    host = holder.host(chat.model)
-    if agent is None or host is None:
-        served = ", ".join(sorted(holder.current.names())) or "none"
-        raise ApiError(
-            404,
-            f"The model '{chat.model}' does not exist (served: {served})",
-            param="model",
-            code="model_not_found",
-        )
-    return ChatRun.for_request(host, history, chat, on_done=report, tool_details=tool_details)
+    return open_request_run(holder, chat, history, report=report, tool_details=tool_details)
 
 
 def create_app(

@@ -70,6 +70,8 @@ class TurnSession(SessionView, Protocol):
     #: The tools the model called, in order (``RunResult.tools``).
     calls: list[str]
 
+    def build_request(self, messages: list[dict[str, Any]]) -> Request: ...
+
     @property
     def limits(self) -> LimitsConfig: ...
     @property

@@ -214,7 +214,7 @@ async def _drain(result: Any) -> bytes:
 
 
 async def test_pipe_raises_for_an_unknown_agent(pipe: Pipe) -> None:
-    with pytest.raises(RuntimeError, match="no agent named 'ghost'"):
+    with pytest.raises(RuntimeError, match="The model 'ghost' does not exist under "):
         await pipe.pipe(
             {"model": "runner.ghost", "messages": [{"role": "user", "content": "hi"}], "stream": True}
         )
