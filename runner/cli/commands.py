@@ -126,7 +126,7 @@ def run_agent(
         typer.echo(
             f"(replaying {display_path(str(replay))}: answers come from the cassette, not a model)", err=True
         )
-    resume = None
+    resume, member = None, None
     if session_id is not None:
         resume = read_transcript(find_transcript(settings.home, session_id))
         if "workflow" in resume.header:
@@ -147,13 +147,14 @@ def run_agent(
             typer.echo(f"to go on: runner resume {resume.session_id} -p TEXT, or -i to chat", err=True)
             return 0
         ref = ref or str(resume.header.get("agent_path", ""))
-        agent_name = agent_name or resume.header.get("agent")
+        member = resume.header.get("agent")
     assert ref is not None
     from runner.runnable import resolve
 
     target = resolve(
         ref,
         agent=agent_name,
+        member=member,
         extra_vars=variables.keys(),
         workflows=resume is None and not interactive,
         door="a resumed agent session" if resume is not None else "the chat (-i)",

@@ -94,15 +94,20 @@ def resolve(
     home: Path | None = None,
     workflows: bool = True,
     door: str = "this command",
+    member: str | None = None,
 ) -> Target:
     """The target ``ref`` names (with ``--agent`` / ``--rev``); one ``ConfigError`` per bad case.
 
+    ``member``: the agent a resumed session names, picked in a team file when ``agent`` is None and
+    ignored in a one-agent file (the session's own check names both agents).
     ``workflows=False``: ``door`` (e.g. "the chat (-i)") runs one agent only; a team file whose
     workflow would run is refused, naming the door and the members ``--agent`` can pick.
     """
     path = _located(ref, rev=rev, home=home)
     extra = list(extra_vars)
     agent_file = load_file(path, env=env)
+    if agent is None and member is not None and agent_file.is_team:
+        agent = member
     if agent is not None and not (agent_file.is_team or agent in agent_file.names):
         raise ConfigError(
             f"--agent {agent}: {shown(path)} is not a team file (it is one agent)",

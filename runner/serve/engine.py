@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from runner.agentfile.output_schema import OutputSchema
 from runner.errors import ModelError, OutputError, RunnerError
-from runner.models.base import ToolCall, Usage
+from runner.models.base import ReasoningDelta, TextDelta, ToolCall, Usage
 from runner.runtime.host import RuntimeHost
 from runner.serve.details import ToolBlock
 from runner.serve.history import ChatHistory
@@ -63,18 +63,12 @@ __all__ = [
 log = logging.getLogger("runner.serve")
 
 
-@dataclass(frozen=True, slots=True)
-class TextPiece:
-    """Text for the message content."""
-
-    text: str
+#: Text for the message content (the one text-delta vocabulary: ``models.base.TextDelta``).
+TextPiece = TextDelta
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningPiece:
-    """The model's reasoning (``delta.reasoning_content``), never part of the content."""
-
-    text: str
+#: The model's reasoning (``delta.reasoning_content``), never part of the content.
+ReasoningPiece = ReasoningDelta
 
 
 @dataclass(frozen=True, slots=True)

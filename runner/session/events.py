@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runner.models.base import Usage
+from runner.models.base import ReasoningDelta, TextDelta, Usage
 from runner.tools.base import ToolResult
 
 __all__ = [
@@ -27,11 +27,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TextChunk:
-    """A piece of the assistant's text, as it streams."""
-
-    text: str
+#: A piece of the assistant's text, as it streams: the model layer's ``TextDelta`` itself (one
+#: vocabulary for text deltas: the model's stream, the loop's events and the server's pieces).
+TextChunk = TextDelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +48,8 @@ class OutputReady:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningChunk:
-    """A piece of the model's reasoning (shown dimmed, never sent back)."""
-
-    text: str
+#: A piece of the model's reasoning (shown dimmed, never sent back): the model layer's ``ReasoningDelta``.
+ReasoningChunk = ReasoningDelta
 
 
 @dataclass(frozen=True, slots=True)
