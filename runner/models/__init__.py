@@ -28,7 +28,7 @@ from runner.models.base import (
     Usage,
     events_of,
 )
-from runner.models.factory import build_request, make_model, model_for
+from runner.models.factory import make_model, model_for
 from runner.models.resilient import ResilientModel
 
 __all__ = [
@@ -45,7 +45,6 @@ __all__ = [
     "ToolCallAccumulator",
     "ToolCallReady",
     "Usage",
-    "build_request",
     "events_of",
     "make_model",
     "model_for",

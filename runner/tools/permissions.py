@@ -193,16 +193,6 @@ class Permissions:
                     return PermissionMatch(verdict, rule.pattern, reason)
         return self._allowed_together(tool_name, args, paths)
 
-    def decide(self, tool_name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
-        """``allow``, ``ask`` or ``deny`` for this call; None when no rule matched."""
-        found = self.check(tool_name, arguments)
-        return found.verdict if found is not None else None
-
-    def matched_pattern(self, tool_name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
-        """The pattern that decided this call (for messages such as 'denied by shell(command=rm *)')."""
-        found = self.check(tool_name, arguments)
-        return found.pattern if found is not None else None
-
     def _allowed_together(
         self, tool_name: str, args: Mapping[str, Any], paths: PathView | None
     ) -> PermissionMatch | None:

@@ -12,6 +12,7 @@ from runner.agentfile.config import PermissionsConfig
 from runner.tools.holeglob import text_of
 from runner.tools.permissions import Permissions
 from runner.tools.shellwords import deny_texts, read_command_line
+from tests.tools.permission_checks import verdict
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
@@ -34,7 +35,7 @@ DENY_RM = _perms(deny=("shell(command=rm *)",))
     ],
 )
 def test_an_allow_glob_allows_lines_whose_every_command_matches(command: str) -> None:
-    assert ALLOW_GIT.decide("shell", {"command": command}) == "allow"
+    assert verdict(ALLOW_GIT, "shell", {"command": command}) == "allow"
 
 
 @pytest.mark.parametrize(
@@ -57,13 +58,13 @@ def test_an_allow_glob_allows_lines_whose_every_command_matches(command: str) ->
     ],
 )
 def test_an_allow_glob_does_not_allow_what_else_the_line_runs(command: str) -> None:
-    assert ALLOW_GIT.decide("shell", {"command": command}) is None, command
+    assert verdict(ALLOW_GIT, "shell", {"command": command}) is None, command
 
 
 def test_an_allowed_program_still_does_whatever_it_can() -> None:
     """The documented limit: rules see commands, not what an allowed program does with its arguments."""
     command = "git -c core.pager='sh -c \"rm -rf /\"' log"
-    assert ALLOW_GIT.decide("shell", {"command": command}) == "allow"
+    assert verdict(ALLOW_GIT, "shell", {"command": command}) == "allow"
 
 
 @pytest.mark.parametrize(
@@ -86,39 +87,39 @@ def test_an_allowed_program_still_does_whatever_it_can() -> None:
     ],
 )
 def test_a_deny_glob_denies_a_line_when_any_command_matches(command: str) -> None:
-    assert DENY_RM.decide("shell", {"command": command}) == "deny", command
+    assert verdict(DENY_RM, "shell", {"command": command}) == "deny", command
 
 
 def test_a_line_that_does_not_parse_is_never_allowed_and_always_denied() -> None:
     command = "echo 'unterminated; rm x"
-    assert DENY_RM.decide("shell", {"command": command}) == "deny"
-    assert _perms(allow=("shell(command=echo *)",)).decide("shell", {"command": command}) is None
+    assert verdict(DENY_RM, "shell", {"command": command}) == "deny"
+    assert verdict(_perms(allow=("shell(command=echo *)",)), "shell", {"command": command}) is None
 
 
 @pytest.mark.parametrize("command", ["echo rm -rf /", "git commit -m 'rm old files'", "grep -r 'rm x' ."])
 def test_a_deny_glob_does_not_fire_on_words_that_are_only_arguments(command: str) -> None:
-    assert DENY_RM.decide("shell", {"command": command}) is None
+    assert verdict(DENY_RM, "shell", {"command": command}) is None
 
 
 def test_ask_rules_see_every_command_like_deny_rules() -> None:
     perms = _perms(allow=("shell",), ask=("shell(command=curl *)",))
-    assert perms.decide("shell", {"command": "ls && curl https://example.com"}) == "ask"
-    assert perms.decide("shell", {"command": "ls"}) == "allow"
+    assert verdict(perms, "shell", {"command": "ls && curl https://example.com"}) == "ask"
+    assert verdict(perms, "shell", {"command": "ls"}) == "allow"
 
 
 def test_the_cmd_key_is_a_command_too() -> None:
     perms = _perms(allow=("run(cmd=make *)",))
-    assert perms.decide("run", {"cmd": "make test"}) == "allow"
-    assert perms.decide("run", {"cmd": "make test; rm x"}) is None
+    assert verdict(perms, "run", {"cmd": "make test"}) == "allow"
+    assert verdict(perms, "run", {"cmd": "make test; rm x"}) is None
 
 
 def test_other_keys_are_still_plain_text() -> None:
     perms = _perms(allow=("note(text=todo *)",))
-    assert perms.decide("note", {"text": "todo a; rm -rf /"}) == "allow"
+    assert verdict(perms, "note", {"text": "todo a; rm -rf /"}) == "allow"
 
 
 @pytest.mark.parametrize(
-    ("path", "verdict"),
+    ("path", "expected"),
     [
         ("docs/a.md", "allow"),
         ("docs/sub/a.md", "allow"),
@@ -129,23 +130,23 @@ def test_other_keys_are_still_plain_text() -> None:
     ],
 )
 def test_an_allow_glob_on_a_path_must_match_it_before_and_after_normalization(
-    path: str, verdict: str | None
+    path: str, expected: str | None
 ) -> None:
     perms = _perms(allow=("files_write(path=docs/*)",))
-    assert perms.decide("files_write", {"path": path, "content": "x"}) == verdict
+    assert verdict(perms, "files_write", {"path": path, "content": "x"}) == expected
 
 
 @pytest.mark.parametrize("path", [".env", "./.env", "docs/../.env", "a/b/../../.env"])
 def test_a_deny_glob_on_a_path_matches_it_normalized(path: str) -> None:
     perms = _perms(deny=("files_*(path=.env)",))
-    assert perms.decide("files_read", {"path": path}) == "deny"
+    assert verdict(perms, "files_read", {"path": path}) == "deny"
 
 
 def test_path_like_key_names() -> None:
     perms = _perms(deny=("t(config_path=secret*)", "t(out_dir=secret*)", "t(file=secret*)"))
-    assert perms.decide("t", {"config_path": "x/../secret.yaml"}) == "deny"
-    assert perms.decide("t", {"out_dir": "./secret"}) == "deny"
-    assert perms.decide("t", {"file": "a/../secret"}) == "deny"
+    assert verdict(perms, "t", {"config_path": "x/../secret.yaml"}) == "deny"
+    assert verdict(perms, "t", {"out_dir": "./secret"}) == "deny"
+    assert verdict(perms, "t", {"file": "a/../secret"}) == "deny"
 
 
 def _texts(line: str) -> list[str]:
@@ -184,7 +185,7 @@ def test_read_command_line_never_raises(line: str) -> None:
 @given(st.text(alphabet="ab ;&|()<>$`'\"\n-=", max_size=60))
 def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> None:
     perms = _perms(allow=("shell(command=a*)",))
-    if perms.decide("shell", {"command": line}) == "allow":
+    if verdict(perms, "shell", {"command": line}) == "allow":
         parsed = read_command_line(line)
         assert parsed.uncertain is None and parsed.allow_blocker is None
         assert all(_texts(line)) and all(text.startswith("a") for text in _texts(line))
@@ -231,7 +232,7 @@ def test_an_allowed_line_never_hides_a_command_the_glob_rejects(line: str) -> No
     ],
 )
 def test_the_issue_attacks_and_friends_are_denied(command: str) -> None:
-    assert DENY_RM.decide("shell", {"command": command}) == "deny", command
+    assert verdict(DENY_RM, "shell", {"command": command}) == "deny", command
 
 
 @pytest.mark.parametrize(
@@ -255,7 +256,7 @@ def test_the_issue_attacks_and_friends_are_denied(command: str) -> None:
     ],
 )
 def test_an_allow_glob_does_not_vouch_for_these(command: str) -> None:
-    assert ALLOW_GIT.decide("shell", {"command": command}) is None, command
+    assert verdict(ALLOW_GIT, "shell", {"command": command}) is None, command
 
 
 @pytest.mark.parametrize(
@@ -271,13 +272,13 @@ def test_an_allow_glob_does_not_vouch_for_these(command: str) -> None:
     ],
 )
 def test_an_allow_glob_vouches_for_compound_lines_of_allowed_commands(command: str) -> None:
-    assert ALLOW_GIT.decide("shell", {"command": command}) == "allow", command
+    assert verdict(ALLOW_GIT, "shell", {"command": command}) == "allow", command
 
 
 def test_a_pattern_that_names_the_assignments_allows_them() -> None:
     perms = _perms(allow=("shell(command=GIT_PAGER=cat git *)",))
-    assert perms.decide("shell", {"command": "GIT_PAGER=cat git log"}) == "allow"
-    assert perms.decide("shell", {"command": "GIT_PAGER=less git log"}) is None
+    assert verdict(perms, "shell", {"command": "GIT_PAGER=cat git log"}) == "allow"
+    assert verdict(perms, "shell", {"command": "GIT_PAGER=less git log"}) is None
 
 
 def test_several_allow_rules_share_the_commands_of_a_line() -> None:
@@ -285,7 +286,7 @@ def test_several_allow_rules_share_the_commands_of_a_line() -> None:
     found = perms.check("shell", {"command": "ls -a && git status; make"})
     assert found is not None and found.verdict == "allow"
     assert found.pattern == "shell(command=git *), shell(command=ls *), shell(command=make)"
-    assert perms.decide("shell", {"command": "ls -a && rm x"}) is None
+    assert verdict(perms, "shell", {"command": "ls -a && rm x"}) is None
 
 
 def test_a_deny_on_a_line_it_cannot_read_says_why() -> None:
@@ -296,9 +297,9 @@ def test_a_deny_on_a_line_it_cannot_read_says_why() -> None:
 
 
 def test_an_expansion_as_the_program_is_denied_but_one_as_an_argument_is_not() -> None:
-    assert DENY_RM.decide("shell", {"command": "R=rm; $R x"}) == "deny"
-    assert DENY_RM.decide("shell", {"command": "echo $HOME"}) is None
-    assert DENY_RM.decide("shell", {"command": "ls $(echo x)"}) is None
+    assert verdict(DENY_RM, "shell", {"command": "R=rm; $R x"}) == "deny"
+    assert verdict(DENY_RM, "shell", {"command": "echo $HOME"}) is None
+    assert verdict(DENY_RM, "shell", {"command": "ls $(echo x)"}) is None
 
 
 @pytest.mark.parametrize(
@@ -314,6 +315,6 @@ def test_an_expansion_as_the_program_is_denied_but_one_as_an_argument_is_not() -
 )
 def test_long_adversarial_lines_are_judged_in_linear_time(command: str) -> None:
     started = time.perf_counter()
-    DENY_RM.decide("shell", {"command": command})
-    ALLOW_GIT.decide("shell", {"command": command})
+    verdict(DENY_RM, "shell", {"command": command})
+    verdict(ALLOW_GIT, "shell", {"command": command})
     assert time.perf_counter() - started < 5  # about 0.2 s here; quadratic work would take minutes

@@ -37,6 +37,7 @@ from runner.agentfile import load_agent
 from runner.runtime import AgentRuntime, RuntimeSettings
 from runner.session import RunOptions, Session, open_runtime
 from runner.testing import ScriptedModel, ScriptedServer, text, tool_call
+from tests.tools.permission_checks import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIMMED = ("rm", "touch", "evil", "git", "ls")
@@ -236,12 +237,12 @@ class Oracle:
             path.unlink() if path.is_file() else None
         (self.ws / "V").write_text("victim", encoding="utf-8")
         self.log.write_text("", encoding="utf-8")
-        verdict = self.runtime.permissions.decide("shell", {"command": line})
+        decided = verdict(self.runtime.permissions, "shell", {"command": line})
         result = self.loop.run(self._session(line))
         ran = [tuple(entry.split("\t", 2)) for entry in self.log.read_text(encoding="utf-8").splitlines()]
         return Outcome(
             line=line,
-            verdict=verdict,
+            verdict=decided,
             result=result,
             ran=[(r[0], r[1], r[2] if len(r) > 2 else "") for r in ran],
             victim_alive=(self.ws / "V").exists(),

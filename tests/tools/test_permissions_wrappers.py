@@ -10,6 +10,7 @@ import pytest
 from runner.agentfile.config import PermissionsConfig
 from runner.tools.permissions import Permissions
 from runner.tools.shellwrappers import WRAPPERS
+from tests.tools.permission_checks import verdict
 
 DENY = Permissions(PermissionsConfig(deny=["shell(command=rm *)", "shell(command=touch *)"]))
 ALLOW_WRAPPERS = Permissions(
@@ -18,7 +19,7 @@ ALLOW_WRAPPERS = Permissions(
 
 
 def _deny(line: str) -> str | None:
-    return DENY.decide("shell", {"command": line})
+    return verdict(DENY, "shell", {"command": line})
 
 
 @pytest.mark.parametrize(
@@ -88,7 +89,7 @@ def test_a_deny_rule_sees_the_command_behind_the_wrapper(line: str) -> None:
 )
 def test_a_wrapper_the_rules_cannot_read_is_denied_and_never_allowed(line: str) -> None:
     assert _deny(line) == "deny"
-    assert ALLOW_WRAPPERS.decide("shell", {"command": line}) is None
+    assert verdict(ALLOW_WRAPPERS, "shell", {"command": line}) is None
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_a_wrapper_the_rules_cannot_read_is_denied_and_never_allowed(line: str) 
 )
 def test_what_the_wrapper_does_not_run_does_not_trigger_a_deny(line: str) -> None:
     assert _deny(line) is None
-    assert ALLOW_WRAPPERS.decide("shell", {"command": line}) in ("allow", None)
+    assert verdict(ALLOW_WRAPPERS, "shell", {"command": line}) in ("allow", None)
 
 
 def test_the_reviewed_list_holds_the_issues_wrappers() -> None:

@@ -14,6 +14,7 @@ from runner.agentfile.config import PermissionsConfig
 from runner.errors import ConfigError
 from runner.resources import load_schema
 from runner.tools.permissions import Permissions, parse_pattern
+from tests.tools.permission_checks import pattern, verdict
 
 
 def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
@@ -22,49 +23,49 @@ def _perms(allow: tuple[str, ...] = (), ask: tuple[str, ...] = (), deny: tuple[s
 
 def test_no_matching_rule_gives_none() -> None:
     perms = _perms(allow=("files_*",))
-    assert perms.decide("shell", {"command": "ls"}) is None
-    assert perms.matched_pattern("shell", {"command": "ls"}) is None
+    assert verdict(perms, "shell", {"command": "ls"}) is None
+    assert pattern(perms, "shell", {"command": "ls"}) is None
 
 
 def test_tool_name_glob_matches() -> None:
     perms = _perms(allow=("files_*",))
-    assert perms.decide("files_read", {"path": "a"}) == "allow"
-    assert perms.matched_pattern("files_read", {}) == "files_*"
+    assert verdict(perms, "files_read", {"path": "a"}) == "allow"
+    assert pattern(perms, "files_read", {}) == "files_*"
 
 
 def test_deny_wins_over_ask_which_wins_over_allow() -> None:
     perms = _perms(allow=("shell",), ask=("shell",), deny=("shell(command=rm *)",))
-    assert perms.decide("shell", {"command": "rm -rf /"}) == "deny"
-    assert perms.matched_pattern("shell", {"command": "rm -rf /"}) == "shell(command=rm *)"
-    assert perms.decide("shell", {"command": "ls"}) == "ask"
-    assert _perms(allow=("shell",), ask=("sh*",)).decide("shell", {}) == "ask"
+    assert verdict(perms, "shell", {"command": "rm -rf /"}) == "deny"
+    assert pattern(perms, "shell", {"command": "rm -rf /"}) == "shell(command=rm *)"
+    assert verdict(perms, "shell", {"command": "ls"}) == "ask"
+    assert verdict(_perms(allow=("shell",), ask=("sh*",)), "shell", {}) == "ask"
 
 
 def test_argument_glob_must_match_the_argument() -> None:
     perms = _perms(allow=("shell(command=git *)",))
-    assert perms.decide("shell", {"command": "git status"}) == "allow"
-    assert perms.decide("shell", {"command": "make"}) is None
-    assert perms.decide("shell", {}) is None
+    assert verdict(perms, "shell", {"command": "git status"}) == "allow"
+    assert verdict(perms, "shell", {"command": "make"}) is None
+    assert verdict(perms, "shell", {}) is None
 
 
 def test_several_argument_globs_must_all_match() -> None:
     perms = _perms(deny=("files_write(path=docs/*, mode=append)",))
-    assert perms.decide("files_write", {"path": "docs/a.md", "mode": "append"}) == "deny"
-    assert perms.decide("files_write", {"path": "docs/a.md", "mode": "overwrite"}) is None
-    assert perms.decide("files_write", {"path": "src/a.py", "mode": "append"}) is None
+    assert verdict(perms, "files_write", {"path": "docs/a.md", "mode": "append"}) == "deny"
+    assert verdict(perms, "files_write", {"path": "docs/a.md", "mode": "overwrite"}) is None
+    assert verdict(perms, "files_write", {"path": "src/a.py", "mode": "append"}) is None
 
 
 def test_non_string_arguments_are_compared_as_compact_json() -> None:
     perms = _perms(ask=("fetch(retries=3)", 'run(flags=["-x"*)', 'set(opts={"a":true})'))
-    assert perms.decide("fetch", {"retries": 3}) == "ask"
-    assert perms.decide("fetch", {"retries": 4}) is None
-    assert perms.decide("run", {"flags": ["-x", "-y"]}) == "ask"
-    assert perms.decide("set", {"opts": {"a": True}}) == "ask"
+    assert verdict(perms, "fetch", {"retries": 3}) == "ask"
+    assert verdict(perms, "fetch", {"retries": 4}) is None
+    assert verdict(perms, "run", {"flags": ["-x", "-y"]}) == "ask"
+    assert verdict(perms, "set", {"opts": {"a": True}}) == "ask"
 
 
 def test_a_value_may_contain_commas() -> None:
     perms = _perms(deny=("shell(command=echo a, b*)",))
-    assert perms.decide("shell", {"command": "echo a, b and c"}) == "deny"
+    assert verdict(perms, "shell", {"command": "echo a, b and c"}) == "deny"
 
 
 def test_parse_pattern_splits_name_and_arguments() -> None:
