@@ -379,7 +379,7 @@ async def test_duration_is_measured(make_tool: Any, ctx: RunContext) -> None:
 
     registry = ToolRegistry.from_tools([make_tool("nap", nap)])
     [result] = await _run(registry, ctx, ParsedCall("c1", "nap", "{}"))
-    assert 0.04 < result.duration_s < 1
+    assert 0.04 < result.duration_s < 30  # the nap's 0.05 s, and no bound a loaded machine breaks
 
 
 async def test_optional_arguments_sent_as_null_count_as_omitted(ctx: RunContext) -> None:
