@@ -154,7 +154,10 @@ def test_render_refuses_the_payload_quickly_with_a_located_error(
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.startswith(f"agent.yaml:{SYSTEM_LINE}:")]
     assert lines, result.output
-    assert message in lines[0]
+    # a loaded machine can reach the template's time budget before its step budget: both are the
+    # located refusal checked here (test_the_step_budget_counts_loop_iterations checks steps, no clock)
+    timed_out = "steps" in message and "the template ran for more than" in lines[0]
+    assert message in lines[0] or timed_out, lines[0]
     assert elapsed < SECONDS
 
 

@@ -164,7 +164,7 @@ def test_requests_of_all_items_share_one_rate_limiter() -> None:
 
 
 def test_interrupt_stops_running_items_and_starts_no_new_one() -> None:
-    model = EchoModel({str(n): 5.0 for n in range(6)})
+    model = EchoModel({str(n): 30.0 for n in range(6)})
 
     async def main() -> tuple[Batch, list[Any]]:
         batch = _batch(model, [str(n) for n in range(6)], limits=BatchLimits(concurrency=2))
@@ -174,7 +174,7 @@ def test_interrupt_stops_running_items_and_starts_no_new_one() -> None:
 
     started = time.monotonic()
     batch, results = asyncio.run(main())
-    assert time.monotonic() - started < 4  # not the 5 s the model takes
+    assert time.monotonic() - started < 20  # not the 30 s the model takes (generous: a loaded machine)
     assert len(results) == 2 and all(r.interrupted and r.status == "interrupted" for r in results)
     assert batch.stats.interrupted == 2 and len(model.starts) == 2
 

@@ -8,10 +8,9 @@ from typing import Any
 
 from runner.store.transcript import read_transcript
 from tests.batch.helpers import Raw, adder, make_agent, read_out, write_inputs
-from tests.cli_run.conftest import Cli, both_paths
+from tests.cli_run.conftest import Cli
 
 
-@both_paths
 def test_one_line_per_item_in_input_order_with_answers_usage_and_transcripts(
     cli: Cli, serve: Any, tmp_path: Path
 ) -> None:

@@ -74,7 +74,10 @@ def test_a_terminal_shows_what_the_run_waits_for_with_the_time_spent() -> None:
     err, out = _Terminal(), io.StringIO()
     output = ConsoleOutput(stdout=out, stderr=err, color=True)
     output(StepStarted(1, 1))
-    time.sleep(0.4)
+    deadline = time.monotonic() + 20  # the spinner shows after a quiet moment, drawn by its own thread
+    while "waiting for the model" not in err.getvalue():
+        assert time.monotonic() < deadline, f"no spinner: {err.getvalue()!r}"
+        time.sleep(0.02)
     output(TextChunk("hello"))
     output.finish()
     shown = err.getvalue()

@@ -2,7 +2,8 @@
 
 Issue 23: a stream that drips a chunk every 0.2 s forever kept `run` going forever (item 24); a
 stream of `choices: []` chunks was a silent success, `run` exiting 0 and a batch line `ok` with an
-empty answer (item 25). Both paths: the fast path and litellm (`RUNNER_FAST_PATH=0`).
+empty answer (item 25). On the fast path here; tests/models/test_total_timeout.py and
+test_empty_answers.py hold the litellm path to the same in process, without its seconds of import.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli_run.conftest import Cli, both_paths, write_agent
+from tests.cli_run.conftest import Cli, write_agent
 
 DRIP = 1000
 
@@ -31,7 +32,6 @@ def no_choices() -> dict[str, Any]:
     return {"frames": [{**base, "choices": []}, {**base, "choices": [], "usage": usage}]}
 
 
-@both_paths
 def test_run_stops_a_stream_that_never_ends_at_model_total_timeout_s(
     cli: Cli, serve: Any, tmp_path: Path
 ) -> None:
@@ -47,7 +47,6 @@ def test_run_stops_a_stream_that_never_ends_at_model_total_timeout_s(
     assert len(server.requests) == 1  # text was shown: not asked again
 
 
-@both_paths
 def test_run_of_an_answer_without_choices_fails_with_a_clear_message(
     cli: Cli, serve: Any, tmp_path: Path
 ) -> None:
@@ -60,7 +59,6 @@ def test_run_of_an_answer_without_choices_fails_with_a_clear_message(
     server.assert_complete()  # not retried: the server answered, with nothing
 
 
-@both_paths
 def test_a_batch_line_without_choices_is_not_ok(cli: Cli, serve: Any, tmp_path: Path) -> None:
     server = serve([no_choices()])
     path = write_agent(tmp_path / "a", agent(server.base_url))

@@ -118,7 +118,6 @@ def test_max_steps_ends_with_exit_3(cli: Cli, serve: Any, tmp_path: Path) -> Non
     assert len(server.requests) == 3
 
 
-@both_paths
 def test_server_errors_are_retried_then_recover(cli: Cli, serve: Any, tmp_path: Path) -> None:
     server = serve([{"status": 500, "error": "boom"}, {"content": "recovered"}])
     agent = write_agent(tmp_path / "a", agent_yaml(server.base_url), tools=TOOLS)
@@ -206,7 +205,6 @@ def _wait_for_recorded_call(cli: Cli, timeout: float = 90) -> None:
         time.sleep(0.02)
 
 
-@both_paths
 def test_kill_9_mid_turn_then_resume_loses_nothing(cli: Cli, serve: Any, tmp_path: Path) -> None:
     marker = tmp_path / "started"
     server = serve([{"tool_calls": [{"name": "slow", "arguments": {"marker": str(marker)}}]}])

@@ -14,6 +14,7 @@ from tests.cli_run.conftest import Cli, write_agent
 
 ROGUE_TOOLS = '''
 import asyncio
+import os
 import sys
 
 
@@ -39,6 +40,8 @@ def sync_exit() -> str:
 
 async def stubborn() -> str:
     """Swallows every cancellation and never ends."""
+    if os.environ.get("TOOL_STARTED"):
+        open(os.environ["TOOL_STARTED"], "w").close()
     while True:
         try:
             await asyncio.sleep(0.05)
@@ -174,11 +177,9 @@ def _wait_for(path: Path, timeout: float = 20) -> None:
 def test_ctrl_c_during_a_stubborn_tool_ends_the_run_with_130(cli: Cli, serve: Any, tmp_path: Path) -> None:
     server = serve([{"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"content": "never"}])
     agent = _agent(tmp_path, server.base_url, "tools:\n  - python: tools_mod\n")
-    proc = cli.popen("run", str(agent), "-p", "go")
-    deadline = time.monotonic() + 20
-    while not server.requests and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)  # the tool is running now
+    started = tmp_path / "tool-started"
+    proc = cli.popen("run", str(agent), "-p", "go", extra_env={"TOOL_STARTED": str(started)})
+    _wait_for(started)  # the tool is running now
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.store.transcript import Transcript, read_transcript
-from tests.cli_run.conftest import RUNNER, Cli, both_paths, write_agent
+from tests.cli_run.conftest import RUNNER, Cli, write_agent
 
 SCHEMA = {
     "type": "object",
@@ -59,7 +59,6 @@ def last_line(text: str, prefix: str) -> str:
 # ----------------------------------------------------------------- where the object goes
 
 
-@both_paths
 def test_off_a_terminal_stdout_is_the_object_as_compact_json_and_nothing_else(
     cli: Cli, serve: Any, tmp_path: Path
 ) -> None:

@@ -25,9 +25,14 @@ def add(a: int, b: int) -> int:
 '''
 
 
-@pytest.fixture(params=["fast", "litellm"])
+@pytest.fixture
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
-    """`runner` in a subprocess, on the fast path or on litellm (``RUNNER_FAST_PATH=0``)."""
+    """`runner` in a subprocess, on the fast path unless a test asks for litellm (``@both_paths``).
+
+    Each litellm run pays seconds of import; tests/models/test_fault_servers.py holds litellm to the
+    same faults in process (an anthropic model, or none with an ``api_base``, is on litellm anyway).
+    """
+    path_kind = getattr(request, "param", "fast")
     env = dict(os.environ)
     for name in (
         "OPENAI_API_KEY",
@@ -39,12 +44,16 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
         env.pop(name, None)
     env.update(
         RUNNER_HOME=str(tmp_path / "home"),
-        RUNNER_FAST_PATH="1" if request.param == "fast" else "0",
+        RUNNER_FAST_PATH="1" if path_kind == "fast" else "0",
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         NO_COLOR="1",
         TEST_API_KEY="sk-test",
     )
     return Cli(home=tmp_path / "home", cwd=tmp_path, env=env)
+
+
+#: Run a test on the fast path and on litellm.
+both_paths = pytest.mark.parametrize("cli", ["fast", "litellm"], indirect=True)
 
 
 def agent(
@@ -72,6 +81,7 @@ def test_retry_after_is_waited_for_and_said_on_stderr(cli: Cli, llmock: Any, tmp
     assert second.started_at - first.started_at >= 0.95
 
 
+@both_paths
 def test_a_stream_cut_short_exits_1_and_keeps_the_partial_text_out_of_the_history(
     cli: Cli, llmock: Any, tmp_path: Path
 ) -> None:

@@ -77,6 +77,15 @@ async def test_cost_is_computed_when_litellm_knows_the_price(serve: Callable[...
     assert streamed[-1].reply.usage.cost_usd == reply.usage.cost_usd  # type: ignore[union-attr]
 
 
+async def test_a_model_litellm_cannot_price_is_unpriced(serve: Callable[..., ScriptedServer]) -> None:
+    # what makes `runner run` say "unpriced: cost limit cannot be enforced" on this path (the CLI
+    # case runs on the fast path only: tests/models/test_faults_cli.py)
+    server = serve([{"content": "a", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}])
+    model = LiteLLMModel("openai/my-local-llama", api_base=server.base_url, api_key="sk-test")
+    reply = await model.complete(REQUEST)
+    assert reply.usage.total_tokens == 1100 and reply.usage.cost_usd is None
+
+
 def test_import_uses_the_local_cost_map_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
     monkeypatch.setattr(litellm_model, "_litellm", None)

@@ -46,7 +46,7 @@ async def test_a_stream_that_drips_forever_ends_with_an_error_naming_the_bound(
     )
     assert "model.total_timeout_s" in (caught.value.hint or "")
     assert shown, "the stream was dripping when the bound ended it"
-    assert 1.0 <= elapsed < 4.0
+    assert 1.0 <= elapsed < 30  # the bound, well before the stream's 200 s (generous: a loaded machine)
     assert len(server.requests) == 2  # the warm-up, then the drip: not retried
 
 

@@ -88,12 +88,10 @@ ADVERSARIAL = {
 def test_a_4_mb_adversarial_message_parses_in_linear_time(unit: str) -> None:
     text = unit * (MB4 // len(unit))
     stats = ScanStats()
-    started = time.perf_counter()
     split_content(text, stats=stats)
-    elapsed = time.perf_counter() - started
-    # each delimiter search covers new ground: a few characters scanned per character of text
+    # each delimiter search covers new ground: a few characters scanned per character of text (the
+    # count, not the clock: the cubic parser took minutes for 46 KB)
     assert stats.scanned <= 4 * len(text), (stats.scanned, len(text))
-    assert elapsed < 3.0, f"{elapsed:.2f} s for 4 MB (the cubic parser took minutes for 46 KB)"
 
 
 @pytest.mark.parametrize(
@@ -108,7 +106,8 @@ def test_a_4_mb_adversarial_message_parses_in_linear_time(unit: str) -> None:
 def test_one_huge_block_parses_quickly_and_keeps_what_it_cannot_decode(text: str) -> None:
     started = time.perf_counter()
     (block,) = split_content(text)
-    assert time.perf_counter() - started < 3.0
+    # well under a second here; a parser worse than linear takes minutes: a bound no loaded machine reaches
+    assert time.perf_counter() - started < 30
     assert isinstance(block, ToolBlock)
     assert block.result in ("x", "[" * MB4)
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.serve.watch_common import wait_until_watching
+
 FAKE_MCP = Path(__file__).resolve().parent.parent / "tools_mcp" / "fake_mcp_server.py"
 
 
@@ -97,7 +99,7 @@ def test_a_tool_source_that_fails_to_reopen_on_reload_keeps_the_old_runtime(
     client = served.openai()
     first = client.chat.completions.create(model="sturdy", messages=[{"role": "user", "content": "v?"}])
     assert (first.choices[0].message.content or "").endswith("tool said v1")  # the runtime is built
-    time.sleep(0.3)  # let the watcher start before the edit
+    wait_until_watching(agent_files.root, lines)  # an edit before the watcher started would be missed
     module = next(agent_files.root.glob("serve_tools_*.py"))
     module.write_text("raise RuntimeError('half-saved file')\n", encoding="utf-8")
     deadline = time.monotonic() + 10

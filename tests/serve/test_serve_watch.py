@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.serve.watch_common import reply, wait_for
+from tests.serve.watch_common import reply, wait_for, wait_until_watching
 
 TOOLS_V1 = '''
 import time
@@ -29,7 +28,7 @@ def test_watch_swaps_new_agents_in_and_keeps_the_last_good_config(
     lines: list[str] = []
     served = serve_app([agent_files.root], watch=True, report=lines.append)
     client = served.openai()
-    time.sleep(0.3)  # let the watcher start before the first edit
+    wait_until_watching(agent_files.root, lines)  # an edit before the watcher started would be missed
 
     # an edit during a request: the running request finishes on the old config
     answers: list[Any] = []

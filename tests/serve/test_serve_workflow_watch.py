@@ -4,13 +4,12 @@ workflow and its agents' new configurations; an invalid edit keeps the last good
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from runner.testing import ScriptedServer
-from tests.serve.watch_common import reply, wait_for
+from tests.serve.watch_common import reply, wait_for, wait_until_watching
 
 TEAM = """version: 1
 agents:
@@ -50,7 +49,7 @@ def test_watch_reloads_the_workflow_its_agents_and_their_tools_and_keeps_the_las
     lines: list[str] = []
     served = serve_app([agent_files.root], watch=True, report=lines.append)
     client = served.openai()
-    time.sleep(0.3)  # let the watcher start before the first edit
+    wait_until_watching(agent_files.root, lines)  # an edit before the watcher started would be missed
 
     def ask() -> str:
         answer = client.chat.completions.create(
@@ -108,7 +107,7 @@ def test_a_reload_whose_agent_cannot_open_keeps_the_last_good_workflow(
     lines: list[str] = []
     served = serve_app([agent_files.root], watch=True, report=lines.append)
     client = served.openai()
-    time.sleep(0.3)
+    wait_until_watching(agent_files.root, lines)
 
     def ask() -> str:
         answer = client.chat.completions.create(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runner.models.base import Reply, Request, ToolCall, Usage
+from runner.models.base import Reply, Request, ToolCall, ToolCallReady, Usage
 from runner.session.events import (
     AssistantMessage,
     StepStarted,
@@ -261,11 +261,26 @@ async def test_a_tool_starts_while_the_rest_of_the_reply_still_streams(agent, dr
         asked.append(time.perf_counter())
         return tool_calls(("stamp", {"tag": "first"}), ("stamp", {"tag": "second"}))
 
-    model = ScriptedModel([reply, text("done")], chunk_delay_s=0.25)
+    model = _StampedModel([reply, text("done")], chunk_delay_s=0.25)
     run = await drive(spec, model=model, during=lambda session: session.run(["go"]))
     first, second = (float(m["content"]) for m in run.tool_results())
-    assert first - asked[0] < 0.2, "the first tool waited for the whole stream"
-    assert second - first > 0.15, "the second tool started before its arguments were complete"
+    # in order of events, not against a bound: the second call's arguments arrive 0.25 s after the first's
+    second_ready = next(at for at, e in model.sent if isinstance(e, ToolCallReady) and e.index == 1)
+    assert asked[0] < first < second_ready, "the first tool waited for the whole stream"
+    assert second > second_ready, "the second tool started before its arguments were complete"
+
+
+class _StampedModel(ScriptedModel):
+    """A scripted model noting when it handed out each stream event."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: list[tuple[float, Any]] = []
+
+    async def stream(self, request: Request) -> Any:
+        async for event in super().stream(request):
+            self.sent.append((time.perf_counter(), event))
+            yield event
 
 
 async def test_the_loop_reports_steps_tools_usage_and_the_end_to_its_sink(agent, drive):

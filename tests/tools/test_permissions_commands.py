@@ -317,4 +317,5 @@ def test_long_adversarial_lines_are_judged_in_linear_time(command: str) -> None:
     started = time.perf_counter()
     verdict(DENY_RM, "shell", {"command": command})
     verdict(ALLOW_GIT, "shell", {"command": command})
-    assert time.perf_counter() - started < 5  # about 0.2 s here; quadratic work would take minutes
+    # about 0.2 s here; quadratic work would take minutes: a bound no loaded machine reaches
+    assert time.perf_counter() - started < 30

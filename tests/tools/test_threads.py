@@ -15,6 +15,14 @@ from runner.tools.threads import run_in_thread
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
 
 
+def _until_idle(timeout: float = 10) -> None:
+    """Wait until no job runs on the tool threads (a worker marks itself idle as its job ends)."""
+    deadline = time.monotonic() + timeout
+    while threads.TOOL_THREADS.running:
+        assert time.monotonic() < deadline, "a tool thread is still busy"
+        time.sleep(0.005)
+
+
 async def test_result_and_arguments_come_back() -> None:
     def combine(a: int, b: int, *, scale: int = 1) -> int:
         return (a + b) * scale
@@ -87,13 +95,14 @@ async def test_cancelling_the_caller_abandons_the_call() -> None:
             await run_in_thread(slow)
     # The thread runs to its end; its result is dropped without an error on the loop.
     assert await asyncio.to_thread(finished.wait, 2)
-    await asyncio.sleep(0.05)
+    _until_idle()
+    await asyncio.sleep(0)  # the dropped result's hand-off reaches the loop
     assert await run_in_thread(lambda: "next") == "next"
 
 
 async def test_idle_workers_are_reused() -> None:
     await run_in_thread(lambda: None)
-    await asyncio.sleep(0.01)  # the worker marks itself idle after delivering
+    _until_idle()  # the worker marks itself idle after delivering
     before = threading.active_count()
     for _ in range(20):
         await run_in_thread(lambda: None)
@@ -117,7 +126,7 @@ def test_a_result_for_a_closed_loop_is_dropped() -> None:
     asyncio.run(start_and_leave())
     release.set()
     assert done.wait(2)
-    time.sleep(0.05)  # the worker's hand-off to the closed loop must not raise or hang
+    _until_idle()  # the worker's hand-off to the closed loop must not raise or hang
 
 
 def test_the_pool_never_starts_more_than_its_limit() -> None:

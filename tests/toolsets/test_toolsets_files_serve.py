@@ -107,7 +107,6 @@ def test_an_unrelated_request_answers_while_a_regex_search_runs(
             searching = threading.Thread(target=search)
             searching.start()
             _wait_until(lambda: len(searcher_model.requests) == 1, 30, "the searcher's first model request")
-            started = time.monotonic()
             pong = client.post(
                 "/v1/chat/completions",
                 json={"model": "echo", "messages": [{"role": "user", "content": "ping"}]},
@@ -126,8 +125,8 @@ def test_an_unrelated_request_answers_while_a_regex_search_runs(
             process.wait()
     assert pong.status_code == 200 and pong.json()["choices"][0]["message"]["content"] == "pong"
     assert health.status_code == 200
+    # answered while the search still ran (an order of events, not a bound): the search blocked nothing
     assert search_running, "the search ended before the other client was answered: nothing was shown"
-    assert answered - started < 3, f"the unrelated request waited {answered - started:.1f} s"
     assert finished - answered > 1  # the search went on well after the other client had its answer
     content = searched["reply"]["choices"][0]["message"]["content"]
     assert (
