@@ -38,6 +38,7 @@ class EvalCommand:
     variables: dict[str, Any] | None = None
     yes: bool = False
     json_output: bool = False
+    agent_name: str | None = None
 
 
 @app.command("eval")
@@ -67,6 +68,9 @@ def eval_command(
     var: VarOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+    agent_name: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="The agent of a team file to evaluate.")
+    ] = None,
 ) -> None:
     """Run an agent's evals: (or tests:) live, repeated; pass rates with 95% intervals.
 
@@ -86,6 +90,7 @@ def eval_command(
         variables=parse_vars(var),
         yes=yes,
         json_output=json_output,
+        agent_name=agent_name,
     )
     raise typer.Exit(run_eval_command(command, runtime_settings(None)))
 
@@ -124,14 +129,19 @@ def _check_options(command: EvalCommand) -> None:
 
 async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[EvalReport, EvalReport | None]:
     """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's)."""
-    from runner.agentfile import find_agent, load_agent
+    from runner.agentfile import load_agent
     from runner.agentfile.revisions import at_revision, revision_of
     from runner.cli.guard import note_secrets
     from runner.errors import ConfigError
     from runner.evals import Judge, eval_cases, judge_config, require_judge, run_eval
 
     variables = dict(command.variables or {})
-    config = load_agent(find_agent(command.agent), extra_vars=list(variables))
+    from runner.runnable import resolve
+
+    target = resolve(
+        command.agent, agent=command.agent_name, extra_vars=variables, workflows=False, door="runner eval"
+    )
+    config = target.agent_config
     note_secrets(config)
     cases = eval_cases(config, command.repeat)
     spec = judge_config(config, command.judge)
@@ -167,7 +177,7 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
             raise ConfigError(f"--against {command.against}: {exc.message}", hint=exc.hint) from None
         revision = revision_of(path)
         commit = revision.commit if revision is not None else ""
-        old = load_agent(path, extra_vars=list(variables))
+        old = load_agent(path, agent=command.agent_name, extra_vars=list(variables))
         note_secrets(old)
         old_cases = eval_cases(old, command.repeat)
         require_judge(spec, [c.name for c in old_cases if c.expect.judge], old)
