@@ -9,7 +9,7 @@ with or without a ``workflow:``, ``--agent NAME`` of a team, ``--rev``, a ``git+
 - a team file with ``--agent NAME`` → that member (an unknown name: "did you mean");
 - a team file with a ``workflow:`` → the workflow;
 - a team file without a workflow → its one member, or an error listing the members;
-- ``--agent`` on a one-agent file → an error, unless it names that agent (a resumed session does);
+- ``--agent`` on a one-agent file → an error (a resumed session's agent is ``member``: no error);
 - a workflow where the door runs only agents (``workflows=False``) → an error naming the door.
 """
 
@@ -108,7 +108,7 @@ def resolve(
     agent_file = load_file(path, env=env)
     if agent is None and member is not None and agent_file.is_team:
         agent = member
-    if agent is not None and not (agent_file.is_team or agent in agent_file.names):
+    if agent is not None and not agent_file.is_team:
         raise ConfigError(
             f"--agent {agent}: {shown(path)} is not a team file (it is one agent)",
             hint=f"drop --agent to run {shown(path)}",

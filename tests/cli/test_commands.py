@@ -41,7 +41,9 @@ def test_render_prints_the_first_request_with_vars_and_input(
         "--- user ---\n"
         "Question: Rain today?\n"
     )
-    assert json.loads(tools)["function"]["name"] == "get_weather"
+    tool, params = tools.split("--- temperature ---\n")
+    assert json.loads(tool)["function"]["name"] == "get_weather"
+    assert params == "0.5\n"  # the model parameters the first request carries
 
 
 def test_render_json_is_the_model_and_messages(
