@@ -74,7 +74,10 @@ async def test_interrupting_either_runner_is_interrupted_with_exit_130(tmp_path:
     (tmp_path / "team.yaml").write_text(TEAM, encoding="utf-8")
     for path in ("solo.yaml", "team.yaml"):
         model = Stuck()
-        options: dict[str, Any] = {"model": model} if path == "solo.yaml" else {"model_for": lambda _: model}
+        given = model
+        options: dict[str, Any] = (
+            {"model": model} if path == "solo.yaml" else {"model_for": lambda _, m=given: m}
+        )
         runner = runner_for(resolve(tmp_path / path), _settings(tmp_path), **options)
         try:
             running = asyncio.create_task(
