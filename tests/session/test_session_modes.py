@@ -77,7 +77,7 @@ async def test_inline_block_starts_while_the_reply_streams(agent: Agents, drive:
     tail = " and some more words afterwards" * 5
     model = ScriptedModel([text(XML_CALL + tail), text("done")], chunk_delay_s=0.01)
     run = await drive(spec, None, "go", model=model)
-    kinds = [type(e).__name__ for e in run.events]
+    kinds = ["TextChunk" if isinstance(e, TextChunk) else type(e).__name__ for e in run.events]
     started = kinds.index("ToolStarted")
     last_text = max(
         i for i, k in enumerate(kinds) if k == "TextChunk" and i < kinds.index("AssistantMessage")

@@ -89,7 +89,12 @@ def test_b_four_parallel_steps_are_in_flight_at_once(cli: Cli, tmp_path: Path) -
         done = cli("run", str(path), "-p", "go", "--json")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    assert lines[0]["type"] == "workflow" and lines[-1] == {"type": "end", "exit_code": 0, "notes": []}
+    assert lines[0]["type"] == "workflow" and lines[-1] == {
+        "type": "end",
+        "exit_code": 0,
+        "status": "ok",
+        "notes": [],
+    }
     assert {"type": "output", "output": "joined aabbccdd"} in lines
     ends = {e["key"]: e for e in lines if e["type"] == "step_end"}
     starts = [e["key"] for e in lines if e["type"] == "step_start"]
