@@ -11,7 +11,7 @@ PACKAGE = Path(runner.__file__).resolve().parent
 NAMES = ("models", "record", "output", "settings")
 #: Modules still to rename (in packages being reworked by issue 24's runnable layer); remove an entry
 #: when its module is renamed.
-PENDING = {"batch/models.py", "batch/record.py"}
+PENDING = {"batch/pooled_model.py", "batch/item_result.py"}
 
 
 def _modules_named(name: str) -> list[str]:

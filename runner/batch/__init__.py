@@ -9,7 +9,7 @@ Module map:
 - ``limiter``: ``RateLimiter`` and ``LimitedModel`` (``rpm`` / ``tpm`` shared by all items).
 - ``budget``: ``BatchBudget`` (``max_cost_usd`` / ``max_tokens`` across the batch).
 - ``outfile``: the output file: resuming (what is done, what is refused), appending, putting it in order.
-- ``record``: ``ItemResult``, one line of the output file.
+- ``item_result``: ``ItemResult``, one line of the output file.
 - ``ray_backend`` / ``ray_actors`` / ``ray_reaper``: ``--backend ray`` (the driver's side, the
   actors, and the local Ray's private folder with what reaps it after its driver dies).
 - ``dispatch``: ``open_batch``: what runs per item (agent → local or Ray, workflow → workflow batch),
@@ -28,8 +28,8 @@ from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch, BatchLimits, BatchStats
 from runner.batch.inputs import BatchItem, DuplicateIds, check_unique, item_key, item_of, parse_lines
 from runner.batch.item import ItemRunner
+from runner.batch.item_result import ItemResult
 from runner.batch.limiter import LimitedModel, RateLimiter
-from runner.batch.record import ItemResult
 from runner.models.base import Model
 from runner.runtime.settings import RuntimeSettings
 

@@ -24,9 +24,9 @@ from runner.agentfile.config import AgentConfig
 from runner.batch.budget import BatchBudget
 from runner.batch.inputs import BatchItem
 from runner.batch.item import ItemRunner
+from runner.batch.item_result import ItemResult
 from runner.batch.limiter import RateLimiter
-from runner.batch.models import batch_model
-from runner.batch.record import ItemResult
+from runner.batch.pooled_model import batch_model
 from runner.errors import StorageError
 from runner.models.base import Model, Usage
 from runner.runtime.runtime import AgentRuntime

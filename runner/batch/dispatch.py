@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
-from runner.batch.record import ItemResult
+from runner.batch.item_result import ItemResult
 from runner.errors import ConfigError
 from runner.redact import Redactor
 from runner.runnable.target import Target, shown

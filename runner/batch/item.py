@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from runner.batch.inputs import BatchItem
-from runner.batch.record import ItemResult
+from runner.batch.item_result import ItemResult
 from runner.errors import ModelError
 from runner.models.base import Usage
 from runner.models.retry import RetryPolicy

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from runner.batch.inputs import BatchItem, item_key
-from runner.batch.record import ItemResult
+from runner.batch.item_result import ItemResult
 from runner.errors import ConfigError
 from runner.store.disk import LineFile, check_writable, replace_atomically, storage_error
 from runner.text import utf8, valid_record

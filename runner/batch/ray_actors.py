@@ -96,7 +96,7 @@ class ItemActor:
 
     async def _open(self) -> ItemRunner:
         from runner.agentfile import load_agent
-        from runner.batch.models import batch_model
+        from runner.batch.pooled_model import batch_model
         from runner.session import open_runtime
 
         if self._runner is not None:

@@ -35,9 +35,9 @@ from typing import Any
 from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
+from runner.batch.item_result import ItemResult
 from runner.batch.ray_actors import ItemActor, LimiterActor
 from runner.batch.ray_reaper import GRACE_S, make_folder, reap_stale, watch
-from runner.batch.record import ItemResult
 from runner.errors import ConfigError, RunnerError, StorageError
 from runner.models.base import Usage
 from runner.store.transcript import file_sha256

@@ -18,8 +18,8 @@ from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import WorkflowConfig
 from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
-from runner.batch.models import batch_model
-from runner.batch.record import ItemResult
+from runner.batch.item_result import ItemResult
+from runner.batch.pooled_model import batch_model
 from runner.batch.workflow_item import WorkflowItemRunner
 from runner.errors import ConfigError
 from runner.models.base import Model

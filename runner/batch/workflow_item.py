@@ -21,7 +21,7 @@ from typing import Any
 
 from runner.batch.inputs import BatchItem
 from runner.batch.item import ItemRunnerBase
-from runner.batch.record import ItemResult
+from runner.batch.item_result import ItemResult
 from runner.errors import StorageError
 from runner.models.base import Usage
 from runner.runnable.workflow import WorkflowRunner

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from runner.batch.inputs import check_unique, input_hash, parse_lines
+from runner.batch.item_result import ItemResult
 from runner.batch.limiter import RateLimiter
 from runner.batch.outfile import InputIndex, OutFile
-from runner.batch.record import ItemResult
 from runner.errors import ConfigError
 
 
@@ -111,7 +111,7 @@ def test_a_batch_opens_one_model_client_per_eight_items_and_requests_go_to_the_l
 
     from runner.agentfile import load_agent
     from runner.batch.limiter import LimitedModel
-    from runner.batch.models import PooledModel, batch_model
+    from runner.batch.pooled_model import PooledModel, batch_model
     from runner.models.base import Request
     from runner.runtime.settings import RuntimeSettings
     from runner.testing import ScriptedModel, text
