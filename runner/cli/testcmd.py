@@ -7,7 +7,8 @@ one at a time, in the file's order); tools run for real, and the ones that ask f
 refused unless the case says ``yes: true`` (as for a user's ``runner run`` without ``--yes``).
 Then ``expect`` is checked on the run's ``Outcome``: ``status`` (without it, ``limit``,
 ``interrupted`` and ``error`` fail), ``tools_refused``, ``output_contains``, ``output_matches``,
-``tools_called`` (in order with ``ordered``; not for a workflow), ``max_steps``, and on the
+``tools_called`` (in order with ``ordered``; a workflow's: every step's calls, in the order they
+were made), ``max_steps``, and on the
 structured answer (``output:``; without it, the answer text parsed as JSON) ``output_schema`` and
 ``output_json`` (``runner.testing.expect``). ``--update`` records the cassettes again against the
 live model, into a file beside it that replaces the cassette only when the case passes.
@@ -89,10 +90,6 @@ async def run_case(
         settings = replace(settings, record=recording, replay=None)
     else:
         settings = replace(settings, record=None, replay=case.cassette)
-    if target.workflow is not None and case.expect.tools_called:
-        outcome.failures.append(
-            "expect.tools_called cannot be checked for a workflow (each step is its own session)"
-        )
     start = time.perf_counter()
     runner = runner_for(target, settings, **({"assume_yes": case.yes} if target.workflow else {}))
     try:

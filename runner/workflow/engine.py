@@ -36,7 +36,7 @@ from runner.models.base import Usage
 from runner.runtime.runtime import AgentRuntime
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session
-from runner.session.events import EventSink, LoopEvent, UsageUpdate
+from runner.session.events import AssistantMessage, EventSink, LoopEvent, UsageUpdate
 from runner.session.outcome import STATUSES, Outcome, Status
 from runner.text import one_line
 from runner.workflow.agents import WorkflowAgents
@@ -88,6 +88,8 @@ class WorkflowResult:
     transient: bool = False
     #: Every agent step finished ``ok`` and its output (what a resume or a retry reuses).
     finished: dict[str, Any] = field(default_factory=dict)
+    #: The tools the steps' models called (this run's steps; reused ones called none).
+    tools: tuple[str, ...] = ()
 
     @property
     def outcome(self) -> Outcome:
@@ -107,6 +109,7 @@ class WorkflowResult:
             limit=why if status == "limit" else None,
             error=why if status in ("error", "stopped", "interrupted") else None,
             transient=self.transient,
+            tools=self.tools,
             steps=self.agent_steps,
         )
 
@@ -175,6 +178,8 @@ class WorkflowEngine:
         self.soft_code = 0
         #: Agent steps a hook stopped (status ``stopped``): the run's status, when nothing worse.
         self.stopped: list[str] = []
+        #: The tools every step's model called, in the order the calls were made.
+        self.tools: list[str] = []
         self.interrupted = False
         self._sessions: set[Session] = set()
 
@@ -216,6 +221,7 @@ class WorkflowEngine:
             agent_steps=self.budget.agent_steps,
             transient=transient,
             finished={**self.done, **self.finished},
+            tools=tuple(self.tools),
         )
 
     async def _run_steps(self) -> Any:
@@ -480,6 +486,8 @@ class WorkflowEngine:
     def _sink(self, event: LoopEvent) -> None:
         if self.sink is not None:
             self.sink(event)
+        if isinstance(event, AssistantMessage):
+            self.tools.extend(c["function"]["name"] for c in event.message.get("tool_calls") or ())
         if isinstance(event, UsageUpdate):
             if self.on_usage is not None:
                 self.on_usage(event.call)

@@ -80,12 +80,12 @@ def test_a_changed_expectation_or_step_fails_against_the_same_cassette(cli: Cli,
     assert "Traceback" not in changed.stdout + changed.stderr
 
 
-def test_tools_called_cannot_pass_for_a_workflow(cli: Cli, tmp_path: Path) -> None:
+def test_tools_called_of_a_workflow_are_every_steps_calls(cli: Cli, tmp_path: Path) -> None:
     path = _recorded(cli, tmp_path)
     path.write_text(path.read_text().replace("max_steps: 3}", "max_steps: 3, tools_called: [search]}"))
     result = cli("test", str(path))
-    assert result.returncode == 1
-    assert "expect.tools_called cannot be checked for a workflow" in result.stdout
+    assert result.returncode == 1  # its steps' models called no tool: the outcome's tools say so
+    assert "tools not called: ['search'] (called: [])" in result.stdout
 
 
 def test_a_failed_recording_keeps_the_old_cassette(cli: Cli, tmp_path: Path) -> None:
