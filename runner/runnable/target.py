@@ -138,23 +138,27 @@ def resolve(
     return Target("workflow", path, workflow=workflow, configs=load_configs(path, workflow))
 
 
-def targets_of(ref: str | Path, *, extra_vars: Iterable[str] = ()) -> list[Target]:
-    """Every target of a file (``runner test``): each of its agents, then its workflow if it has one."""
+def targets_of(
+    ref: str | Path, *, extra_vars: Iterable[str] = (), env: Mapping[str, str] | None = None
+) -> list[Target]:
+    """Every target of a file — each of its agents, then its workflow if it has one — read once with
+    every check ``runner validate`` makes (``ConfigErrors`` listing them): what ``runner test`` runs
+    and what ``runner serve`` serves of a file."""
+    from runner.agentfile.files import config_from_file, inspect_file
+    from runner.agentfile.workflow import build_workflow
+    from runner.errors import ConfigErrors
+    from runner.workflow.loading import step_agents
+
     path = _located(ref, rev=None, home=None)
-    agent_file = load_file(path)
-    found = []
-    for name in agent_file.names:
-        config = load_agent(path, agent=name if agent_file.is_team else None, extra_vars=extra_vars)
-        found.append(Target("agent", path, config=config, configs={config.name: config}))
-    workflow = None
-    if agent_file.is_team:  # with every check validate makes: team ``tests:`` need a workflow
-        from runner.workflow.loading import team_workflow
-
-        workflow = team_workflow(path, extra_vars=extra_vars)
+    agent_file, errors = inspect_file(path, env=env, extra_vars=extra_vars)
+    if errors or agent_file is None:
+        raise ConfigErrors(errors)
+    members = {name: config_from_file(agent_file, name) for name in agent_file.names}
+    found = [Target("agent", path, config=c, configs={c.name: c}) for c in members.values()]
+    workflow = build_workflow(agent_file.document) if agent_file.is_team else None
     if workflow is not None:
-        from runner.workflow.loading import load_configs
-
-        found.append(Target("workflow", path, workflow=workflow, configs=load_configs(path, workflow)))
+        configs = {name: members[name] for name in step_agents(workflow.steps)}
+        found.append(Target("workflow", path, workflow=workflow, configs=configs))
     return found
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.discover import discover, search_folder, skipped_note
-from runner.agentfile.files import config_from_file, inspect_file
-from runner.agentfile.workflow import WorkflowConfig, build_workflow
+from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError, ConfigErrors
-from runner.workflow.loading import step_agents
+from runner.runnable.target import targets_of
 
 __all__ = ["Catalog", "ServedAgent", "ServedWorkflow", "find_agent_files", "load_catalog", "load_models"]
 
@@ -121,22 +120,18 @@ def load_models(
 ) -> tuple[list[ServedAgent], ServedWorkflow | None]:
     """The agents of one file (a team gives one per member) and its workflow, if it has one;
     raises ``ConfigError`` when the file is invalid (every check ``runner validate`` makes)."""
-    agent_file, errors = inspect_file(path, env=env)
-    if errors or agent_file is None:
-        raise ConfigErrors(errors)
+    targets = targets_of(path, env=env)  # read once, with every check runner validate makes
     try:
         created = int(path.stat().st_mtime)
     except OSError:
         created = int(time.time())
-    agents = [
-        ServedAgent(name, config_from_file(agent_file, name), path, created) for name in agent_file.names
-    ]
-    workflow = build_workflow(agent_file.document) if agent_file.is_team else None
-    if workflow is None:
+    agents = [ServedAgent(t.name, t.agent_config, path, created) for t in targets if t.workflow is None]
+    flows = [t for t in targets if t.workflow is not None]
+    if not flows:
         return agents, None
-    members = {agent.name: agent.config for agent in agents}
-    configs = {name: members[name] for name in step_agents(workflow.steps)}
-    return agents, ServedWorkflow(workflow.name, workflow, configs, path, created)
+    [flow] = flows
+    assert flow.workflow is not None
+    return agents, ServedWorkflow(flow.name, flow.workflow, dict(flow.configs), path, created)
 
 
 def load_agents(path: Path, *, env: Mapping[str, str] | None = None) -> list[ServedAgent]:
