@@ -123,7 +123,9 @@ class Outcome:
             "tools": tuple(tools),
             "refused": tuple(refused),
         }
-        message = exc.message if isinstance(exc, RunnerError) else f"{type(exc).__name__}: {exc}"
+        message = (
+            exc.message if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
+        )
         if isinstance(exc, LimitReached):
             return cls("limit", "limit", limit=message, **common)
         if isinstance(exc, KeyboardInterrupt) or getattr(exc, "exit_code", None) == 130:
