@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+# A line's status is its run's ``Outcome`` status; ``interrupted`` lines are never written.
+from runner.session.outcome import Outcome, Status
 
 __all__ = ["ItemResult", "Status"]
-
-#: An ``Outcome``'s status (``runner.session.outcome``); ``interrupted`` lines are never written.
-Status = Literal["ok", "stopped", "limit", "interrupted", "error"]
 
 
 @dataclass(slots=True)
@@ -54,6 +54,19 @@ class ItemResult:
     def ok(self) -> bool:
         """Whether the item ended as it should: ``ok``, or ``stopped`` by the agent's own hook."""
         return self.status in ("ok", "stopped")
+
+    def outcome(self) -> Outcome:
+        """The run's ``Outcome`` as far as the line keeps it (status, reason, error, tools, refused):
+        what ``runner eval`` grades a run on."""
+        return Outcome(
+            self.status,
+            self.reason or "",
+            answer=self.answer,
+            error=self.error,
+            tools=tuple(self.tools),
+            refused=tuple(self.refused),
+            transient=self.transient,
+        )
 
     def as_record(self) -> dict[str, Any]:
         """The output line (without the ``interrupted`` flag and the wait, which are never written)."""

@@ -26,7 +26,7 @@ from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
 from runner.errors import ConfigError, StorageError
 from runner.store.disk import check_writable, storage_error
-from runner.store.transcript import Redactor, file_sha256, sessions_dir
+from runner.store.transcript import Redactor, sessions_dir
 
 __all__ = ["BatchCommand", "run_batch_command"]
 
@@ -122,8 +122,7 @@ def _make_batch(command: BatchCommand) -> tuple[Any, str, frozenset[str]]:
             **options,
         )
 
-    sha = file_sha256(target.config.path) if target.config is not None else target.sha256
-    return make, sha, target.secrets
+    return make, target.sha256, target.secrets
 
 
 def run_batch_command(command: BatchCommand, settings: Any) -> int:

@@ -27,7 +27,7 @@ from runner.agentfile.config import TestCaseConfig
 from runner.cli.common import display_path
 from runner.cli.guard import note_secrets
 from runner.errors import RunnerError
-from runner.runnable import Target, runner_for
+from runner.runnable import Target, WorkflowRunner, runner_for
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions
 from runner.session.outcome import Outcome
@@ -91,7 +91,9 @@ async def run_case(
     else:
         settings = replace(settings, record=None, replay=case.cassette)
     start = time.perf_counter()
-    runner = runner_for(target, settings, **({"assume_yes": case.yes} if target.workflow else {}))
+    runner = runner_for(target, settings)
+    if isinstance(runner, WorkflowRunner):  # a workflow's steps allow what the case allows
+        runner.assume_yes = case.yes
     try:
         ended, unused = await _run(runner, target, case, settings)
     except RunnerError as exc:

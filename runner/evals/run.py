@@ -22,7 +22,6 @@ from runner.evals.judge import Judge, JudgeError
 from runner.evals.stats import wilson
 from runner.models.base import Usage
 from runner.runtime.settings import RuntimeSettings
-from runner.session.outcome import Outcome
 from runner.testing.expect import Structured, check_expectations
 
 __all__ = ["CaseReport", "EvalReport", "RunOutcome", "eval_cases", "grade", "run_eval"]
@@ -198,20 +197,13 @@ async def grade(
     if result.status == "error" and case.expect.status != "error":
         outcome.status, outcome.problems = "error", [f"the run failed: {result.error}"]
         return outcome
-    ended = Outcome(
-        result.status,
-        result.reason or "",
-        error=result.error,
-        tools=tuple(result.tools),
-        refused=tuple(result.refused),
-    )
     problems = check_expectations(
         case,
         result.answer,
         result.tools,
         result.steps,
         structured=structured_of(config, result),
-        outcome=ended,
+        outcome=result.outcome(),
     )
     if problems:
         outcome.status, outcome.problems = "fail", problems

@@ -13,30 +13,24 @@ for an agent, ``WorkflowResult.outcome`` for a workflow, by the same table.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from runner.runnable.agent import AgentRunner
-from runner.runnable.target import Target, resolve, shown
+from runner.runnable.target import Target, resolve, shown, targets_of
 from runner.runnable.workflow import WorkflowRunner
 from runner.runtime.settings import RuntimeSettings
 from runner.session.outcome import Outcome
 
-__all__ = ["AgentRunner", "Runner", "Target", "WorkflowRunner", "resolve", "runner_for", "shown"]
-
-
-class Runner(Protocol):
-    """What every runnable thing offers a door."""
-
-    kind: str
-
-    @property
-    def name(self) -> str: ...
-
-    async def open(self) -> Any: ...
-
-    def interrupt(self) -> None: ...
-
-    async def aclose(self) -> None: ...
+__all__ = [
+    "AgentRunner",
+    "Outcome",
+    "Target",
+    "WorkflowRunner",
+    "resolve",
+    "runner_for",
+    "shown",
+    "targets_of",
+]
 
 
 def runner_for(
@@ -48,6 +42,3 @@ def runner_for(
         return WorkflowRunner(target, settings, **options)
     assert target.config is not None
     return AgentRunner(target.config, settings, **options)
-
-
-__all__ += ["Outcome"]

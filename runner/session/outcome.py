@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runner.errors import LimitReached, ModelError, RunnerError
+from runner.errors import Interrupted, LimitReached, ModelError, RunnerError
 from runner.models.base import Usage
 from runner.session.decisions import LIMIT_REASONS
 
@@ -128,7 +128,7 @@ class Outcome:
         )
         if isinstance(exc, LimitReached):
             return cls("limit", "limit", limit=message, **common)
-        if isinstance(exc, KeyboardInterrupt) or getattr(exc, "exit_code", None) == 130:
+        if isinstance(exc, KeyboardInterrupt | Interrupted):
             return cls("interrupted", "interrupted", error="interrupted", **common)
         transient = isinstance(exc, ModelError) and exc.transient
         retry_after = exc.retry_after if isinstance(exc, ModelError) else None
