@@ -15,11 +15,14 @@ Module map:
     sse.py        pieces as chat.completion chunks (seed 002 rules) or one chat.completion
     outward.py    what the server says of its own accord (descriptions, errors), secrets masked
     guard.py      which Host and Origin headers are answered (ASGI middleware; CORS in app.py)
-    app.py        the Starlette app (the only module that imports starlette)
+    state.py      ServeState: the catalog, keys and ``authorize``, limits, runs in flight
+    http.py       the HTTP pieces every door shares: JSON responses, bodies within limits (starlette)
+    doors.py      the protocol doors beside Chat Completions (each a module of its own: routes, lifespan)
+    app.py        the Starlette app: health, models, Chat Completions, and every door's routes
     server.py     uvicorn's protocol with a header read timeout and a connection cap
 
 Each agent's runtime (tool sources, model client) is built on its first request and kept; every
-request is a new ``Session`` on it, run with ``Session.run``. Everything but ``app.py`` and
-``server.py`` imports only the core dependencies, so the Open WebUI pipe
-(``runner.integrations.openwebui``) shares them.
+request is a new ``Session`` on it, run with ``Session.run``. Everything but ``app.py``, ``http.py``,
+``doors.py``, the door modules and ``server.py`` imports only the core dependencies, so the Open
+WebUI pipe (``runner.integrations.openwebui``) shares them.
 """

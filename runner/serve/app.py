@@ -19,11 +19,8 @@ allowed origins get CORS.
 from __future__ import annotations
 
 import asyncio
-import hmac
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -33,23 +30,24 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import Receive
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 
 from runner.modes.structured import prepare_wire
 from runner.runtime.settings import RuntimeSettings
 from runner.serve.catalog import Catalog, ServedAgent, ServedWorkflow
 from runner.serve.dispatch import open_request_run
+from runner.serve.doors import open_doors
 from runner.serve.engine import RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
+from runner.serve.http import JSON, disconnected, is_json, read_body
 from runner.serve.outward import outward
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES, read_chat
 from runner.serve.sse import DONE, ChunkWriter, collect_completion, encode, stream_chunks
-from runner.text import utf8
+from runner.serve.state import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, ServeState, ignore_report
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
@@ -59,51 +57,9 @@ __all__ = [
     "is_loopback",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT_S = 30.0
-#: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
-_DRAIN_BYTES = 64 * 1024 * 1024
-
-
-class _JSON(JSONResponse):
-    """A JSON response that is valid UTF-8 whatever its strings hold (lone surrogates become U+FFFD)."""
-
-    def render(self, content: Any) -> bytes:
-        return utf8(json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
-
 
 #: Bodies up to this size are decoded on the event loop (linear time, well under a millisecond).
 _INLINE_DECODE_BYTES = 64 * 1024
-
-
-def _is_json(content_type: str) -> bool:
-    """Whether a ``Content-Type`` value is JSON (``application/json``, parameters allowed)."""
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json"
-
-
-def _ignore(line: str) -> None:
-    """A report callback that drops the line."""
-
-
-@dataclass
-class ServeState:
-    """What the app serves and how: the catalog (with each agent's runtime), keys and limits."""
-
-    catalog: CatalogHolder
-    api_keys: tuple[str, ...] = ()
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
-    max_messages: int = DEFAULT_MAX_MESSAGES
-    watch: bool = False
-    report: Callable[[str], None] = _ignore
-    runs: set[RequestRun] = field(default_factory=set)
-
-    def track(self, run: RequestRun) -> None:
-        """Remember a started run until its task ends (shutdown cancels what is left)."""
-        self.runs.add(run)
-        if run.task is not None:
-            run.task.add_done_callback(lambda _task: self.runs.discard(run))
 
 
 def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
@@ -122,45 +78,6 @@ def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
     return card
 
 
-async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """The body, within ``limit`` bytes (413) and ``timeout_s`` seconds (408)."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            return await _read_limited(request, limit)
-    except TimeoutError:
-        raise ApiError(
-            408,
-            f"the request body did not arrive within {timeout_s:g} s (RUNNER_SERVE_BODY_TIMEOUT_S)",
-            code="request_timeout",
-        ) from None
-
-
-async def _read_limited(request: Request, limit: int) -> bytes:
-    too_big = ApiError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
-        raise too_big
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= limit:
-            parts.append(chunk)
-        elif size > _DRAIN_BYTES:
-            break
-    if size > limit:
-        raise too_big
-    return b"".join(parts)
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Return when the client hangs up (the body has been read: nothing else can arrive)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 async def _stream(run: RequestRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
     try:
         async for chunk in stream_chunks(run.pieces(), writer):
@@ -175,7 +92,7 @@ async def _stream(run: RequestRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
 
 async def _complete(request: Request, run: RequestRun, model: str) -> Response:
     collect = asyncio.create_task(collect_completion(run.pieces(), model=model))
-    gone = asyncio.create_task(_disconnected(request.receive))
+    gone = asyncio.create_task(disconnected(request.receive))
     try:
         done, _ = await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -187,7 +104,7 @@ async def _complete(request: Request, run: RequestRun, model: str) -> Response:
                 await run.wait_closed()
     if collect not in done:
         return Response(status_code=499)  # nobody is there to read it
-    return _JSON(collect.result())
+    return JSON(collect.result())
 
 
 def _request_run(
@@ -214,7 +131,7 @@ def create_app(
     allowed_hosts: Sequence[str] = (),
     tool_details: bool = True,
     watch: bool = False,
-    report: Callable[[str], None] = _ignore,
+    report: Callable[[str], None] = ignore_report,
 ) -> Starlette:
     """The ASGI app serving ``catalog``'s agents; ``watch`` swaps in reloaded agent files.
 
@@ -233,33 +150,20 @@ def create_app(
         max_messages=max_messages,
         watch=watch,
         report=report,
+        tool_details=tool_details,
     )
 
-    def authorize(request: Request) -> None:
-        if not state.api_keys:
-            client = request.client
-            if client is not None and not is_loopback(client.host):
-                raise ApiError(
-                    401,
-                    "this server has no API keys and answers only loopback clients",
-                    code="invalid_api_key",
-                )
-            return
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        given = token.strip().encode()
-        matches = [hmac.compare_digest(given, key.encode()) for key in state.api_keys]
-        if scheme.lower() != "bearer" or not any(matches):
-            raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
+    authorize = state.authorize
 
     async def health(request: Request) -> Response:
-        return _JSON({"status": "ok", "models": len(holder.current.names())})
+        return JSON({"status": "ok", "models": len(holder.current.names())})
 
     async def list_models(request: Request) -> Response:
         authorize(request)
         current = holder.current
         cards = [_model_card(agent) for agent in current.agents.values()]
         cards += [_model_card(workflow) for workflow in current.workflows.values()]
-        return _JSON({"object": "list", "data": cards})
+        return JSON({"object": "list", "data": cards})
 
     async def get_model(request: Request) -> Response:
         authorize(request)
@@ -267,18 +171,18 @@ def create_app(
         served = holder.get(name) or holder.workflow(name)
         if served is None:
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
-        return _JSON(_model_card(served))
+        return JSON(_model_card(served))
 
     async def chat_completions(request: Request) -> Response:
         authorize(request)
         content_type = request.headers.get("content-type", "")
-        if not _is_json(content_type):
+        if not is_json(content_type):
             raise ApiError(
                 415,
                 f"the request body must be application/json, not '{content_type[:100] or 'none'}'",
                 code="unsupported_media_type",
             )
-        raw = await _read_body(request, state.max_body_bytes, state.body_timeout_s)
+        raw = await read_body(request, state.max_body_bytes, state.body_timeout_s)
         if len(raw) <= _INLINE_DECODE_BYTES:  # microseconds: a thread hand-off would cost more
             chat, history = read_chat(raw, max_messages=state.max_messages)
         else:  # linear, but a 4 MB history is tens of ms: off the event loop
@@ -302,25 +206,29 @@ def create_app(
             headers["www-authenticate"] = "Bearer"
         if exc.status in (408, 413):
             headers["connection"] = "close"  # the rest of the body is not read
-        return _JSON(exc.body(), status_code=exc.status, headers=headers)
+        return JSON(exc.body(), status_code=exc.status, headers=headers)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _JSON(
-            ApiError(exc.status_code, str(exc.detail), type=kind).body(), status_code=exc.status_code
-        )
+        return JSON(ApiError(exc.status_code, str(exc.detail), type=kind).body(), status_code=exc.status_code)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         error = ApiError(500, f"internal error: {type(exc).__name__}", type="server_error", retry=False)
-        return _JSON(error.body(), status_code=500, headers=error.headers())
+        return JSON(error.body(), status_code=500, headers=error.headers())
+
+    doors = open_doors(state)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
         watcher = asyncio.create_task(holder.watch(stop=stop, report=state.report)) if state.watch else None
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                for door in doors:
+                    if door.lifespan is not None:
+                        await stack.enter_async_context(door.lifespan())
+                yield
         finally:
             stop.set()
             for run in list(state.runs):
@@ -332,12 +240,14 @@ def create_app(
                 await asyncio.wait(tasks, timeout=10)
             await holder.aclose()
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
     ]
+    for door in doors:
+        routes.extend(door.routes)
     origins = sorted({normalize_origin(o) for o in allowed_origins if o.strip()})
     check_host = not state.api_keys or bool(allowed_hosts)
     app = Starlette(

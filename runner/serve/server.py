@@ -11,8 +11,8 @@ half a request's headers (or one byte of them now and then) is kept forever, and
 - a connection cap: a connection opened while ``max_connections`` others are open gets its first
   request answered 503 (OpenAI's error shape, ``Connection: close``) and is closed.
 
-The body of a request is bounded by the app (``app.py``: size and read time). This module and
-``app.py`` are the only ones that import uvicorn or starlette.
+The body of a request is bounded by the app (``http.py``: size and read time). This module, ``app.py``,
+``http.py``, ``doors.py`` and the door modules are the only ones that import uvicorn or starlette.
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""The protocol doors of ``runner serve`` beside Chat Completions, each a small module of its own.
+
+A door is routes on the one app (behind the same ``HostGuard``, CORS and ``ServeState.authorize``
+as ``/v1/chat/completions``) and, when it needs one, a lifespan the app enters at start-up and
+leaves at shutdown (an MCP session manager, a task store). Each door runs agents and workflows
+through the runnable layer (``runner.runnable``) and reports through its ``Outcome``; none of them
+decides by itself what a model name runs.
+
+``open_doors`` lists them in the order their routes are tried. A door module exports
+``door(state) -> Door`` and is imported here only, so ``app.py`` knows no protocol but its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+from starlette.routing import BaseRoute
+
+from runner.serve.state import ServeState
+
+__all__ = ["Door", "open_doors"]
+
+
+@dataclass(frozen=True)
+class Door:
+    """One protocol's routes and, optionally, what must run while the server does."""
+
+    name: str
+    routes: Sequence[BaseRoute] = ()
+    lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
+    #: the paths it answers, for the startup banner and docs/architecture.md's door table
+    paths: Sequence[str] = field(default=())
+
+
+def open_doors(state: ServeState) -> list[Door]:
+    """Every door beside Chat Completions, built on ``state``."""
+    doors: list[Door] = []
+    return doors

@@ -1,0 +1,76 @@
+"""The HTTP pieces every door of ``runner serve`` shares (starlette; imported by ``app.py`` and the doors).
+
+``JSON`` (a response that is valid UTF-8 whatever its strings hold), ``is_json`` (a ``Content-Type``
+check), ``read_body`` (the body within the size limit, 413, and the time limit, 408) and
+``disconnected`` (returns when the client hangs up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive
+
+from runner.serve.protocol import ApiError
+from runner.text import utf8
+
+__all__ = ["JSON", "disconnected", "is_json", "read_body"]
+
+#: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
+_DRAIN_BYTES = 64 * 1024 * 1024
+
+
+class JSON(JSONResponse):
+    """A JSON response that is valid UTF-8 whatever its strings hold (lone surrogates become U+FFFD)."""
+
+    def render(self, content: Any) -> bytes:
+        return utf8(json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+
+
+def is_json(content_type: str) -> bool:
+    """Whether a ``Content-Type`` value is JSON (``application/json``, parameters allowed)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json"
+
+
+async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body, within ``limit`` bytes (413) and ``timeout_s`` seconds (408)."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _read_limited(request, limit)
+    except TimeoutError:
+        raise ApiError(
+            408,
+            f"the request body did not arrive within {timeout_s:g} s (RUNNER_SERVE_BODY_TIMEOUT_S)",
+            code="request_timeout",
+        ) from None
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    too_big = ApiError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+        raise too_big
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= limit:
+            parts.append(chunk)
+        elif size > _DRAIN_BYTES:
+            break
+    if size > limit:
+        raise too_big
+    return b"".join(parts)
+
+
+async def disconnected(receive: Receive) -> None:
+    """Return when the client hangs up (the body has been read: nothing else can arrive)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
