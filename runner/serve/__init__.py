@@ -17,6 +17,7 @@ Module map:
     guard.py      which Host and Origin headers are answered (ASGI middleware; CORS in app.py)
     state.py      ServeState: the catalog, keys and ``authorize``, limits, runs in flight
     http.py       the HTTP pieces every door shares: JSON responses, bodies within limits (starlette)
+    conversations.py  conversations a door continues by id: owned by a key, exact ids, idle expiry
     doors.py      the protocol doors beside Chat Completions (each a module of its own: routes, lifespan)
     app.py        the Starlette app: health, models, Chat Completions, and every door's routes
     server.py     uvicorn's protocol with a header read timeout and a connection cap

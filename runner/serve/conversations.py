@@ -1,0 +1,111 @@
+"""Conversations a door continues by id (an MCP ``session_id``, an A2A ``contextId``, ...).
+
+A served conversation is a session like any other: its transcript under ``RUNNER_HOME/sessions``
+(so ``runner sessions list/show`` see it), resumed with ``Session(resume=...)``. This module adds
+what a network door needs on top of that:
+
+- **ownership**: ``claim`` records which API key started a conversation (a SHA-256 of the key in
+  ``RUNNER_HOME/serve/owners/ID.json``, never the key); ``open`` refuses any other key. Without keys
+  every (loopback) caller is the same owner.
+- **exact ids**: ``open`` takes a whole session id of the store's shape, never a prefix, so an id
+  cannot be guessed piecemeal;
+- **one answer for every miss**: an unknown id, another key's id, an id the door never claimed and
+  an expired one all raise the same ``ConversationNotFound`` (a door answers its protocol's 404 and
+  says nothing about whether the id exists);
+- **idle expiry**: with ``idle_s``, a conversation whose transcript was last written longer ago is
+  not continued (its transcript stays for ``runner sessions``);
+- **one turn at a time**: ``lock(id)`` serializes requests that continue the same conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+from runner.errors import RunnerError, StorageError
+from runner.store.disk import replace_atomically
+from runner.store.transcript import Transcript, read_transcript, sessions_dir
+
+__all__ = ["ConversationNotFound", "Conversations", "owner_tag"]
+
+#: A session id as ``new_session_id`` makes them: UTC stamp and 48 random bits.
+_SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{12}")
+
+
+class ConversationNotFound(RunnerError):
+    """No conversation a caller may continue under that id (unknown, another key's, or expired)."""
+
+
+def owner_tag(key: str | None) -> str:
+    """What is stored of the key that started a conversation: its SHA-256, or "" without keys."""
+    return hashlib.sha256(key.encode()).hexdigest() if key else ""
+
+
+class Conversations:
+    """The conversations one server's doors continue, under ``home``."""
+
+    def __init__(self, home: Path, *, idle_s: float | None = None, clock: Callable[[], float] = time.time):
+        self.home = home
+        self.idle_s = idle_s
+        self._clock = clock
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _owner_file(self, session_id: str) -> Path:
+        return self.home / "serve" / "owners" / f"{session_id}.json"
+
+    def claim(self, session_id: str, key: str | None, *, door: str) -> None:
+        """Record that ``key`` started ``session_id`` through ``door`` (before its first turn ends)."""
+        if not _SESSION_ID.fullmatch(session_id):
+            raise RunnerError(f"not a session id: {session_id!r}")
+        path = self._owner_file(session_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
+        record = {"session_id": session_id, "owner": owner_tag(key), "door": door}
+        replace_atomically(path, [json.dumps(record).encode()], what="the conversation's owner")
+
+    def owns(self, session_id: str, key: str | None) -> bool:
+        """Whether ``key`` may continue ``session_id`` (claimed by it, and not expired)."""
+        if not _SESSION_ID.fullmatch(session_id):
+            return False
+        try:
+            record = json.loads(self._owner_file(session_id).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(record, dict) or record.get("owner") != owner_tag(key):
+            return False
+        if self.idle_s is None:
+            return True
+        try:
+            written = self._transcript(session_id).stat().st_mtime
+        except OSError:
+            return False
+        return self._clock() - written <= self.idle_s
+
+    def open(self, session_id: str, key: str | None) -> Transcript:
+        """The transcript to resume ``session_id`` from; ``ConversationNotFound`` if ``key`` may not."""
+        missing = ConversationNotFound(f"no conversation '{session_id[:80]}'")
+        if not self.owns(session_id, key):
+            raise missing
+        try:
+            return read_transcript(self._transcript(session_id))
+        except RunnerError:
+            raise missing from None
+
+    def lock(self, session_id: str) -> asyncio.Lock:
+        """The lock that serializes turns of ``session_id`` (held while one runs)."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[session_id] = lock
+        return lock
+
+    def _transcript(self, session_id: str) -> Path:
+        return sessions_dir(self.home) / f"{session_id}.jsonl"
