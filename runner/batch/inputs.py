@@ -36,6 +36,8 @@ class BatchItem:
     """The hash of what the item asks (``input`` and ``vars``; the raw line when malformed)."""
     problem: str | None = None
     """Why the line is not a usable item (it then fails without running)."""
+    yes: bool = False
+    """Approve this item's ``ask`` tools whatever the batch says (an eval case's ``yes: true``)."""
 
 
 class DuplicateIds(ConfigError):

@@ -172,7 +172,9 @@ class ItemRunner(ItemRunnerBase):
                 attempts=attempt,
                 interrupted=True,
             )
-        options = RunOptions(variables={**self.variables, **item.vars}, assume_yes=self.assume_yes)
+        options = RunOptions(
+            variables={**self.variables, **item.vars}, assume_yes=self.assume_yes or item.yes
+        )
         session_id = self._new_session_id()
         try:
             outcome = await self.agent.run([item.input], options=options, sink=sink, session_id=session_id)

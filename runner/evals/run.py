@@ -251,7 +251,7 @@ class EvalBatch(Batch):
             for index in range(1, case.repeat + 1):
                 item_id = f"{case.name}#{index}"
                 self.case_of[item_id] = (case, index)
-                items.append(BatchItem(len(items) + 1, item_id, case.input, dict(case.vars)))
+                items.append(BatchItem(len(items) + 1, item_id, case.input, dict(case.vars), yes=case.yes))
         super().__init__(
             config,
             items,

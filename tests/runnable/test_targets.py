@@ -202,3 +202,25 @@ def test_a_batch_item_hit_by_a_429_waits_as_retry_after_says_then_succeeds(cli: 
     [line] = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert line["status"] == "ok" and line["answer"] == "fine" and line["attempts"] == 2
     assert waited >= 1.0  # at least what the server asked (a lower bound: a loaded machine only adds)
+
+
+def test_runner_eval_reads_a_cases_yes_as_runner_test_does(cli: Any, tmp_path: Path) -> None:
+    (tmp_path / "ask_tools.py").write_text(textwrap.dedent(TOOLS), encoding="utf-8")
+    with ScriptedServer([CALL, {"content": "done."}] * 2) as server:
+        agent = write(
+            tmp_path,
+            "asker.yaml",
+            "version: 1\nname: asker\nmodel:\n  id: openai/scripted\n"
+            f"  api_base: {server.base_url}\n  api_key: ${{SCRIPTED_API_KEY:-sk-test}}\n  retries: 0\n"
+            "tools:\n  - python: ask_tools:delete\n    confirm: true\n"
+            "evals:\n"
+            "  - {name: allowed, input: delete x, yes: true, expect: {tools_called: [delete]}}\n"
+            "  - {name: refused, input: delete y, expect: {tools_refused: [delete]}}\n",
+        )
+        result = cli("eval", str(agent), "--concurrency", "1", "--json")
+    assert result.exit_code == 0, result.output
+    cases = {case["name"]: case for case in json.loads(result.stdout)["cases"]}
+    assert (cases["allowed"]["passes"], cases["refused"]["passes"]) == (1, 1), cases
+    tool_results = [m for body in server.requests for m in body["messages"] if m["role"] == "tool"]
+    contents = sorted(m["content"] for m in tool_results)
+    assert contents[1] == "deleted x" and contents[0].startswith("Refused: delete needs"), contents
