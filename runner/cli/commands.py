@@ -43,7 +43,7 @@ def run_render(
 
     target = resolve(ref, agent=agent_name, extra_vars=variables.keys())
     if target.workflow is not None:
-        _render_workflow(target, variables=variables, json_output=json_output)
+        _render_workflow(target, json_output=json_output)
         return
     config = target.agent_config
     note_secrets(config)
@@ -74,16 +74,11 @@ def run_render(
         typer.echo(json.dumps(value, ensure_ascii=False))
 
 
-def _render_workflow(target: Any, *, variables: Mapping[str, Any], json_output: bool) -> None:
-    """Print the workflow of a team file (checked when it was resolved)."""
-    from runner.agentfile.files import inspect_file
+def _render_workflow(target: Any, *, json_output: bool) -> None:
+    """Print the workflow of a team file (read and checked once, when it was resolved)."""
     from runner.cli.render_workflow import render_workflow
-    from runner.errors import ConfigErrors
 
-    checked, errors = inspect_file(target.path, extra_vars=variables.keys())
-    if errors or checked is None:
-        raise ConfigErrors(errors)
-    render_workflow(checked, json_output=json_output)
+    render_workflow(target.file, json_output=json_output)
 
 
 def runtime_settings(model: str | None, **changes: Any) -> Any:

@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.files import AgentFile, agent_at, load_agent, load_file
 from runner.agentfile.workflow import WorkflowConfig
 from runner.errors import ConfigError
 from runner.store.transcript import file_sha256
+
+if TYPE_CHECKING:
+    from runner.workflow.loading import TeamWorkflow
 
 __all__ = ["Target", "resolve", "shown", "targets_of"]
 
@@ -49,6 +52,8 @@ class Target:
     workflow: WorkflowConfig | None = None
     #: Every agent this target runs, by name (the one agent, or the workflow's members).
     configs: dict[str, AgentConfig] = field(default_factory=dict)
+    #: A workflow target's file as it was read and checked (what ``runner render`` prints).
+    file: AgentFile | None = None
 
     @property
     def name(self) -> str:
@@ -116,8 +121,8 @@ def resolve(
     if agent is not None or not agent_file.is_team:  # the member named, or the file's one agent
         config = load_agent(path, agent=agent, env=env, extra_vars=extra)
         return Target("agent", path, config=config, configs={config.name: config})
-    workflow = _workflow(path, agent_file, extra)
-    if workflow is None:
+    team = _workflow(path, agent_file, extra, env)
+    if team is None:
         if len(agent_file.names) != 1:
             raise ConfigError(
                 f"{shown(path)} is a team of {len(agent_file.names)} agents and has no workflow: "
@@ -133,9 +138,7 @@ def resolve(
             file=str(path),
             hint="give --agent NAME to run one of its agents: " + ", ".join(agent_file.names),
         )
-    from runner.workflow.loading import load_configs
-
-    return Target("workflow", path, workflow=workflow, configs=load_configs(path, workflow))
+    return Target("workflow", path, workflow=team.workflow, configs=team.configs, file=team.file)
 
 
 def targets_of(
@@ -168,11 +171,13 @@ def _located(ref: str | Path, *, rev: str | None, home: Path | None) -> Path:
     return agent_at(ref, rev=rev, home=home)
 
 
-def _workflow(path: Path, agent_file: AgentFile, extra: list[str]) -> WorkflowConfig | None:
+def _workflow(
+    path: Path, agent_file: AgentFile, extra: list[str], env: Mapping[str, str] | None
+) -> TeamWorkflow | None:
     """The team file's workflow, with every check ``runner validate`` makes (None: it has none)."""
     data = agent_file.document.data
     if not isinstance(data, dict) or data.get("workflow") is None:
         return None
     from runner.workflow.loading import team_workflow
 
-    return team_workflow(path, extra_vars=extra)
+    return team_workflow(path, extra_vars=extra, env=env)

@@ -35,13 +35,12 @@ def load_workflow(
 ) -> tuple[WorkflowConfig, dict[str, AgentConfig]]:
     """The team file's workflow and its agents' configurations, with every check ``validate`` makes
     (``ConfigErrors`` when it has errors; ``ConfigError`` when it has no workflow any more)."""
-    from runner.workflow.engine import load_configs
     from runner.workflow.loading import team_workflow
 
-    workflow = team_workflow(path, extra_vars=extra_vars)
-    if workflow is None:
+    team = team_workflow(path, extra_vars=extra_vars)
+    if team is None:
         raise ConfigError("the file has no workflow: any more", file=str(path))
-    return workflow, load_configs(path, workflow)
+    return team.workflow, team.configs
 
 
 def _watched(engine: WorkflowEngine) -> set[Path]:

@@ -224,3 +224,23 @@ def test_runner_eval_reads_a_cases_yes_as_runner_test_does(cli: Any, tmp_path: P
     tool_results = [m for body in server.requests for m in body["messages"] if m["role"] == "tool"]
     contents = sorted(m["content"] for m in tool_results)
     assert contents[1] == "deleted x" and contents[0].startswith("Refused: delete needs"), contents
+
+
+def test_render_reads_and_checks_a_workflow_file_once(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.agentfile import files
+
+    team = write(tmp_path, "team.yaml", WORKFLOW)
+    inspected: list[Path] = []
+    real = files.inspect_file
+
+    def counting(path: Path, **kw: Any) -> Any:
+        inspected.append(path)
+        return real(path, **kw)
+
+    monkeypatch.setattr(files, "inspect_file", counting)
+    result = cli("render", str(team))
+    assert result.exit_code == 0, result.output
+    assert "# workflow:" in result.stdout and "draft" in result.stdout
+    assert len(inspected) == 1, inspected
