@@ -176,6 +176,8 @@ def describe_changes(
     parts: list[str] = []
     if old.prompts != new.prompts or old.vars != new.vars:
         parts.append("prompts")
+    if old.skills != new.skills:
+        parts.append("skills")
     before, after = set(old_tools.names()), set(new_tools.names())
     added, removed = len(after - before), len(before - after)
     changed = code = 0
