@@ -88,7 +88,9 @@ def test_a_skill_md_without_frontmatter_says_so_on_line_1(tmp_path: Path, cli: I
     (folder / "SKILL.md").write_text("# Just markdown\n\nNo frontmatter here.\n")
     result = cli("validate", str(write_agent(tmp_path)))
     assert result.exit_code == 2
-    assert "skills/plain/SKILL.md:1:1: SKILL.md has no frontmatter: its first line must be ---" in result.stderr
+    assert (
+        "skills/plain/SKILL.md:1:1: SKILL.md has no frontmatter: its first line must be ---" in result.stderr
+    )
 
 
 def test_an_unclosed_frontmatter_is_an_error(tmp_path: Path, cli: Invoke) -> None:
