@@ -40,7 +40,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 
 #: The most characters of a description the system prompt carries (``skills_load`` gives it whole):
 #: with the name, one skill costs the prompt at most about 100 tokens.
-PROMPT_DESCRIPTION_CHARS = 300
+PROMPT_DESCRIPTION_CHARS = 250
 
 _HEADER = (
     "## Skills\n"
@@ -154,7 +154,10 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
             "skills",
             "skills_read",
             "Read a file of a skill (a reference, an asset, a script) by its path in the skill's folder.",
-            {"name": name_schema, "path": {"type": "string", "description": "e.g. references/guide.md"}},
+            {
+                "name": {"type": "string", "description": "the skill's name (as skills_load takes it)"},
+                "path": {"type": "string", "description": "e.g. references/guide.md"},
+            },
             ["name", "path"],
             skills_read,
         ),

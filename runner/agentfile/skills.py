@@ -41,6 +41,9 @@ MAX_SKILL_BYTES = 256 * 1024
 #: The most files of a skill listed (in ``runner tools``, ``runner audit`` and ``skills_load``).
 MAX_FILES_LISTED = 200
 
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: Checked skills by (SKILL.md, its mtime and size): ``runner validate`` and the build read each once.
+_CACHE: dict[tuple[Path, int, int], Skill] = {}
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _KNOWN = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 _RESOURCE_DIRS = ("scripts", "references", "assets")
@@ -121,16 +124,32 @@ def _split(text: str, file: Path) -> tuple[str, int, str]:
     raise _error("SKILL.md frontmatter is not closed: no --- line after it", file, 1)
 
 
+def _alias_line(node: yaml.Node | None) -> int | None:
+    """The line (0-based) of the first alias in ``node``: a node met twice (composing keeps them shared)."""
+    seen: set[int] = set()
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            return int(current.start_mark.line)
+        seen.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            stack += [part for pair in reversed(current.value) for part in reversed(pair)]
+        elif isinstance(current, yaml.SequenceNode):
+            stack += reversed(current.value)
+    return None
+
+
 def _mapping(front: str, file: Path, first_line: int) -> tuple[dict[str, Any], dict[str, int]]:
     """The frontmatter as data, and each top-level key's line; aliases and non-mappings refused."""
     try:
-        for event in yaml.parse(front, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                line = first_line + (event.start_mark.line if event.start_mark else 0)
-                raise _error("SKILL.md frontmatter may not use YAML aliases", file, line)
-        loader = yaml.SafeLoader(front)
+        loader = _Loader(front)
         try:
             node = loader.get_single_node()
+            alias = _alias_line(node)
+            if alias is not None:
+                message = "SKILL.md frontmatter may not use YAML aliases (&anchor and *alias)"
+                raise _error(message, file, first_line + alias)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -230,6 +249,20 @@ def _files(folder: Path) -> tuple[str, ...]:
 def parse_skill(folder: Path) -> Skill:
     """The checked ``Skill`` of ``folder``; a ``ConfigError`` at the ``SKILL.md`` line that is wrong."""
     file = folder / SKILL_FILE
+    try:
+        stat = file.stat()
+    except OSError as exc:
+        raise _error(f"cannot read SKILL.md: {exc.strerror}", file) from None
+    key = (file, stat.st_mtime_ns, stat.st_size)
+    cached = _CACHE.get(key)
+    if cached is None or cached.files != _files(folder):
+        cached = _CACHE[key] = _parse(folder, file)
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+    return cached
+
+
+def _parse(folder: Path, file: Path) -> Skill:
     front, first_line, _ = _split(_read(file), file)
     data, lines = _mapping(front, file, first_line)
     unknown = [k for k in data if k not in _KNOWN]

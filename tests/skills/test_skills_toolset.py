@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from runner.agentfile import load_agent
 from runner.errors import ToolError
 from runner.runtime import RuntimeSettings, build_runtime
+from runner.session.context import estimate_tokens
 from runner.testing import ScriptedModel
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import load_source
@@ -117,3 +119,25 @@ async def test_the_system_prompt_lists_names_and_descriptions_not_bodies(
         assert "Run scripts/hi.sh" not in text and "Other body" not in text
     finally:
         await runtime.aclose()
+
+
+async def test_each_skill_costs_the_first_request_at_most_about_100_tokens(tmp_path: Path) -> None:
+    """The largest skills the specification allows (64-character names, 1,024-character descriptions)."""
+
+    async def first_request_chars(count: int) -> int:
+        folder = tmp_path / f"n{count}"
+        for i in range(count):
+            name = f"s{i:02d}-" + "x" * 60
+            write_skill(folder / "skills", name, description=("Use it for the task it covers. " * 40)[:1024])
+        runtime = await build_runtime(
+            load_agent(write_agent(folder)), RuntimeSettings(home=tmp_path / "home"), model=ScriptedModel([])
+        )
+        try:
+            system = runtime.prompts.system("hi", {})
+            return len(system["content"] if system else "") + len(json.dumps(runtime.registry.definitions()))
+        finally:
+            await runtime.aclose()
+
+    one, eleven = await first_request_chars(1), await first_request_chars(11)
+    assert estimate_tokens(eleven - one) / 10 <= 100
+    assert estimate_tokens(one) < 400  # the section's header and the two tools, paid once
