@@ -13,8 +13,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench",
         description=(
             "Run the benchmarks one after another: startup, loop, reload, openapi_convert, output, "
-            "answer_check, skills, and mcp_overhead where node is installed (docs: bench/README.md). Each one "
-            "also runs alone, with its own options: python -m bench.NAME --help."
+            "answer_check, skills, and mcp_overhead where node is installed (docs: bench/README.md). "
+            "Each one also runs alone, with its own options: python -m bench.NAME --help."
         ),
     )
     parser.parse_args(argv)
