@@ -163,3 +163,27 @@ def test_run_refuses_a_broken_skill_like_validate(tmp_path: Path) -> None:
     with pytest.raises(ConfigErrors) as caught:
         load_agent(write_agent(tmp_path))
     assert "has no description" in caught.value.message
+
+
+def test_a_team_agent_and_an_extends_base_find_skills_from_their_own_file(
+    tmp_path: Path, cli: Invoke
+) -> None:
+    write_skill(tmp_path / "base" / "skills", "from-base")
+    (tmp_path / "base" / "base.yaml").write_text(
+        "version: 1\nname: base\nmodel: openai/scripted\nskills: true\n"
+    )
+    child = tmp_path / "child.yaml"
+    child.write_text("version: 1\nname: child\nextends: base/base.yaml\n")
+    assert [s.name for s in load_agent(child).skills] == ["from-base"]
+
+    write_skill(tmp_path / "team-skills", "writer", front="name: writer\n")  # no description
+    team = tmp_path / "team.yaml"
+    team.write_text(
+        "version: 1\nname: team\nagents:\n  plain:\n    model: openai/scripted\n"
+        "  writer:\n    model: openai/scripted\n    skills: [team-skills]\n"
+    )
+    (problem,) = _problems(cli, team)
+    assert problem["file"] == str(tmp_path / "team-skills" / "writer" / "SKILL.md")
+    write_skill(tmp_path / "team-skills", "writer")
+    assert [s.name for s in load_agent(team, agent="writer").skills] == ["writer"]
+    assert load_agent(team, agent="plain").skills == ()
