@@ -10,6 +10,7 @@ asks for a skill (``read_body``); the files a skill ships are listed, never read
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,7 +47,6 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CACHE: dict[tuple[Path, int, int], Skill] = {}
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _KNOWN = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
-_RESOURCE_DIRS = ("scripts", "references", "assets")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Skill:
     compatibility: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     allowed_tools: tuple[str, ...] = ()
-    #: Every file under ``scripts/``, ``references/`` and ``assets/``, relative to ``folder``.
+    #: The other files of its folder (``scripts/``, ``references/``, ``assets/`` ...), relative to it.
     files: tuple[str, ...] = ()
     #: The line of ``name:`` in the ``SKILL.md`` (where a clash with another skill is reported).
     name_line: int = 2
@@ -231,18 +231,24 @@ def _extras(
 
 
 def _files(folder: Path) -> tuple[str, ...]:
-    """The files under a skill's resource folders (symlinks that lead out of it are left out)."""
+    """The files a skill ships besides its ``SKILL.md`` (relative, sorted, at most ``MAX_FILES_LISTED``).
+
+    Hidden folders (``.git``) are passed over, linked folders are not entered, and a linked file that
+    leads out of the skill's folder is left out.
+    """
     root = folder.resolve()
     found: list[str] = []
-    for sub in _RESOURCE_DIRS:
-        base = folder / sub
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
+    for current, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        here = Path(current)
+        for name in sorted(names):
+            path = here / name
+            relative = path.relative_to(folder).as_posix()
+            if relative == SKILL_FILE or not path.resolve().is_relative_to(root):
+                continue
+            found.append(relative)
             if len(found) >= MAX_FILES_LISTED:
                 return tuple(found)
-            if path.is_file() and path.resolve().is_relative_to(root):
-                found.append(path.relative_to(folder).as_posix())
     return tuple(found)
 
 

@@ -32,6 +32,9 @@ def test_a_valid_skill_with_every_key_loads_into_the_config(tmp_path: Path, cli:
     (skill / "scripts" / "fill.py").write_text("print('x')\n")
     (skill / "references").mkdir()
     (skill / "references" / "forms.md").write_text("forms\n")
+    (skill / "FORMS.md").write_text("top-level reference\n")
+    (skill / ".git").mkdir()
+    (skill / ".git" / "HEAD").write_text("ref: x\n")
     agent = write_agent(tmp_path)
     result = cli("validate", str(agent))
     assert result.exit_code == 0, result.output
@@ -39,7 +42,8 @@ def test_a_valid_skill_with_every_key_loads_into_the_config(tmp_path: Path, cli:
     assert (found.name, found.license, found.compatibility) == ("pdf-tools", "Apache-2.0", "needs python3")
     assert found.metadata == {"author": "me", "version": "1.0"}
     assert found.allowed_tools == ("Bash(python3:*)", "Read")
-    assert found.files == ("scripts/fill.py", "references/forms.md") and found.scripts == ("scripts/fill.py",)
+    assert found.files == ("FORMS.md", "references/forms.md", "scripts/fill.py")
+    assert found.scripts == ("scripts/fill.py",)
 
 
 @pytest.mark.parametrize(
