@@ -1,9 +1,10 @@
 """Watching an agent's files for ``--watch`` (SPEC section 13), with watchfiles.
 
-Watched: the agent file and every file of its ``extends`` chain, its template files, and the
-Python files of its ``python:`` tools and hooks that live under the agent's folder (never
-site-packages). Saves that come in a burst are debounced into one change. What to do with a
-change (reload a session, swap a served agent) is the caller's; this module only watches.
+Watched: the agent file and every file of its ``extends`` chain, its template files, its skills'
+``SKILL.md`` files, and the Python files of its ``python:`` tools and hooks that live under the
+agent's folder (never site-packages). Saves that come in a burst are debounced into one change.
+What to do with a change (reload a session, swap a served agent) is the caller's; this module only
+watches.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from runner.agentdiff.pysource import model_from_source, note_of, tools_from_source
 from runner.agentfile.config import AgentConfig, TemplateSource, ToolSourceConfig
 from runner.agentfile.revisions import runner_home
+from runner.agentfile.skills import Skill, read_body
 from runner.agentfile.templates import frozen_clock
 from runner.audit import mask_url_passwords
 from runner.audit.modules import invalidate
@@ -174,11 +176,24 @@ async def snapshot(config: AgentConfig, *, run_code: bool = False) -> Snapshot:
         "output": _output(config, run_code=run_code),
         "tool_details": config.tool_details,
     }
+    if config.skills:
+        data["skills"] = {s.name: _skill(s, base) for s in config.skills}
     for chain in data["hooks"].values():
         for hook in chain:
             hook.pop("base_dir", None)
     redacted: Snapshot = masked(Redactor(config.secrets).record(data))
     return redacted
+
+
+def _skill(skill: Skill, base: Path) -> dict[str, Any]:
+    """A skill as the diff compares it: its frontmatter, folder, files, and its body's digest."""
+    try:
+        body = hashlib.sha256(read_body(skill).encode()).hexdigest()
+    except ConfigError as exc:
+        body = f"(unreadable: {exc.message})"
+    fields = _plain(skill, base)
+    fields.pop("name_line", None)
+    return {**fields, "body_sha256": body}
 
 
 def masked(value: Any) -> Any:

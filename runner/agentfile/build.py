@@ -22,11 +22,12 @@ from runner.agentfile.config import (
     ToolSourceConfig,
 )
 from runner.agentfile.revisions import confine
+from runner.agentfile.skills import Skill, discover_skills, skill_folders
 from runner.agentfile.templates import read_template_file
 from runner.agentfile.yamlsrc import Document, PathKey, error_at
-from runner.errors import ConfigError
+from runner.errors import ConfigError, ConfigErrors
 
-__all__ = ["build_agent", "build_model", "build_source", "origin_dir", "test_case"]
+__all__ = ["build_agent", "build_model", "build_source", "origin_dir", "skills_of", "test_case"]
 
 _LIMIT_FIELDS = set(LimitsConfig.__dataclass_fields__)
 
@@ -174,6 +175,35 @@ def test_case(doc: Document, path: PathKey, entry: dict[str, Any]) -> TestCaseCo
     )
 
 
+def skills_of(doc: Document, path: PathKey, value: Any) -> tuple[list[Skill], list[ConfigError]]:
+    """The skills ``skills:`` (at ``path``) names, and the problems of their ``SKILL.md`` files."""
+    where = error_at("", doc.sources.value(path), path)
+    return discover_skills(skill_folders(value, origin_dir(doc, path)), where=where)
+
+
+def _skills(doc: Document, path: PathKey, value: Any) -> tuple[Skill, ...]:
+    skills, errors = skills_of(doc, path, value)
+    if errors:  # checked by `runner validate`; changed since
+        raise ConfigErrors(errors)
+    return tuple(skills)
+
+
+def _skills_source(doc: Document, path: PathKey, skills: tuple[Skill, ...], index: int) -> ToolSourceConfig:
+    """The ``builtin: skills`` source that ``skills:`` adds after ``tools:`` (its tools and prompt list)."""
+    where = doc.sources.value(path)
+    return ToolSourceConfig(
+        kind="builtin",
+        target="skills",
+        base_dir=origin_dir(doc, path),
+        id="skills",
+        options={"folders": [str(s.folder) for s in skills]},
+        description="Agent Skills (skills:)",
+        index=index,
+        line=where.key_line if where and where.key_line else (where.line if where else 0),
+        column=where.key_column if where and where.key_line else (where.column if where else 0),
+    )
+
+
 def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = ()) -> AgentConfig:
     """The ``AgentConfig`` of the body at ``prefix`` of a validated document."""
     node: Any = doc.data
@@ -185,6 +215,12 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
     selector = body.get("selector", {})
     permissions = body.get("permissions", {})
     limits = {k: v for k, v in body.get("limits", {}).items() if k in _LIMIT_FIELDS}
+    tools = tuple(
+        build_source(doc, (*prefix, "tools", i), entry, i) for i, entry in enumerate(body.get("tools", ()))
+    )
+    skills = _skills(doc, (*prefix, "skills"), body.get("skills"))
+    if skills:
+        tools = (*tools, _skills_source(doc, (*prefix, "skills"), skills, len(tools)))
     return AgentConfig(
         name=name,
         path=doc.path,
@@ -202,10 +238,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
             }
         ),
         vars=dict(body.get("vars", {})),
-        tools=tuple(
-            build_source(doc, (*prefix, "tools", i), entry, i)
-            for i, entry in enumerate(body.get("tools", ()))
-        ),
+        tools=tools,
         permissions=PermissionsConfig(
             allow=tuple(permissions.get("allow", ())),
             ask=tuple(permissions.get("ask", ())),
@@ -224,6 +257,7 @@ def build_agent(doc: Document, prefix: PathKey = (), *, team: tuple[str, ...] = 
         judge=build_model(body.get("judge")),
         secrets=frozenset(doc.secrets | _api_keys(body)),
         team=team,
+        skills=skills,
     )
 
 

@@ -90,6 +90,8 @@ class _Checker:
                 self.template(path, value, extra_names=extra)
         for i, entry in _entries(self.body.get("tools")):
             self.source(self.at("tools", i), entry)
+        if self.body.get("skills") not in (None, False) and self.sound(self.at("skills")):
+            self.skills(self.at("skills"), self.body["skills"])
         if self.body.get("output") is not None and self.sound(self.at("output")):
             self.output(self.at("output"), self.body["output"])
         for key in ("tests", "evals"):
@@ -212,6 +214,20 @@ class _Checker:
             path=format_path(path),
             hint=hint,
         )
+
+    def skills(self, path: PathKey, value: Any) -> None:
+        """Every ``SKILL.md`` of the ``skills:`` folders (errors located in the ``SKILL.md``)."""
+        from runner.agentfile.build import skills_of
+        from runner.agentfile.skills import skill_folders
+
+        base = origin_dir(self.doc, path)
+        for folder, _ in skill_folders(value, base):
+            try:
+                confine(base / "_", folder, what="the skills folder")
+            except ConfigError as exc:
+                self.fail(exc.message, path, hint=exc.hint)
+                return
+        self.errors += skills_of(self.doc, path, value)[1]
 
     def source(self, path: PathKey, entry: dict[str, Any]) -> None:
         kind = next((k for k in SOURCE_KINDS if k in entry), None)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from runner.agentfile.skills import Skill
+
 __all__ = [
     "BUILTIN_TOOLSETS",
     "HOOK_EVENTS",
@@ -79,7 +81,7 @@ HOOK_EVENT_RULES: dict[str, HookEventRules] = {
 HOOK_EVENTS: tuple[str, ...] = tuple(HOOK_EVENT_RULES)
 #: Events whose hooks may add messages: to the history, or to the prompt queue.
 MESSAGE_EVENTS: tuple[str, ...] = tuple(e for e, rules in HOOK_EVENT_RULES.items() if rules.messages)
-BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo")
+BUILTIN_TOOLSETS: tuple[str, ...] = ("time", "files", "shell", "fetch", "todo", "skills")
 
 
 #: ``model.total_timeout_s`` when the file sets none (a longer ``model.timeout_s`` raises it).
@@ -326,6 +328,8 @@ class AgentConfig:
     judge: ModelConfig | None = None
     secrets: frozenset[str] = frozenset()
     team: tuple[str, ...] = ()
+    #: ``skills:``: the Agent Skills found in its folders (checked; the bodies are read on demand).
+    skills: tuple[Skill, ...] = ()
 
     @property
     def directory(self) -> Path:

@@ -39,8 +39,9 @@ def _module_file(target: str, base_dir: Path) -> Path | None:
 
 def watched_files(spec: AgentConfig) -> set[Path]:
     """The files ``spec`` is made of, whose change should reload it: the agent file and its
-    ``extends`` chain, its template files and schema file, and the Python files of its tools,
-    hooks and ``output:`` model that live in the agent's folder (never site-packages)."""
+    ``extends`` chain, its template files and schema file, its skills' ``SKILL.md`` files, and the
+    Python files of its tools, hooks and ``output:`` model that live in the agent's folder (never
+    site-packages)."""
     files = {spec.path.resolve()}
     try:
         document = load_file(spec.path).document
@@ -49,6 +50,7 @@ def watched_files(spec: AgentConfig) -> set[Path]:
         pass  # an invalid file is still watched by its own path
     if spec.output is not None and spec.output.file is not None:
         files.add(spec.output.file.resolve())
+    files |= {skill.file.resolve() for skill in spec.skills}
     prompts = spec.prompts
     for template in (prompts.system, prompts.user, prompts.status, prompts.tool_selection):
         if template is not None and template.file is not None:

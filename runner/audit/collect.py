@@ -28,6 +28,7 @@ from runner.audit.report import (
     McpCommand,
     ModuleUse,
     ShellUse,
+    SkillUse,
     SubAgent,
     UrlUse,
     VariableRead,
@@ -130,6 +131,10 @@ def _audit(config: AgentConfig, context: AuditContext, chain: tuple[tuple[str, s
                 result.commands.append(CommandUse(use, redact(hook.value), str(hook.base_dir)))
     if config.output is not None and config.output.python:
         result.python_modules.append(locate("output", config.output.python, config.output.base_dir))
+    result.skills = [
+        SkillUse("skills", s.name, str(s.folder), list(s.scripts), list(s.allowed_tools))
+        for s in config.skills
+    ]
     result.template_files = template_files(config, repository=repository, read_text=context.read_text)
     result.variables = _variables(config, context)
     here = (*chain, _key(config))

@@ -22,6 +22,7 @@ __all__ = [
     "McpCommand",
     "ModuleUse",
     "ShellUse",
+    "SkillUse",
     "SubAgent",
     "TemplateFile",
     "UrlUse",
@@ -128,6 +129,18 @@ class ShellUse:
 
 
 @dataclass(frozen=True)
+class SkillUse:
+    """One skill of ``skills:``: its folder (sent to the model on demand) and the scripts it ships."""
+
+    use: str
+    name: str
+    folder: str
+    scripts: list[str]
+    #: ``allowed-tools`` as the ``SKILL.md`` wrote it (shown only: it grants nothing).
+    allowed_tools: list[str]
+
+
+@dataclass(frozen=True)
 class ConfirmUse:
     """A source's ``confirm:`` as written (None: the tool's own default) and what it comes to."""
 
@@ -180,6 +193,7 @@ class AgentAudit:
     fetch: list[FetchUse] = field(default_factory=list)
     files: list[FilesUse] = field(default_factory=list)
     shell: list[ShellUse] = field(default_factory=list)
+    skills: list[SkillUse] = field(default_factory=list)
     permissions: dict[str, list[str]] = field(default_factory=dict)
     confirm: list[ConfirmUse] = field(default_factory=list)
     variables: list[VariableRead] = field(default_factory=list)

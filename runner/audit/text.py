@@ -11,6 +11,7 @@ from runner.audit.report import (
     McpCommand,
     ModuleUse,
     ShellUse,
+    SkillUse,
     SubAgent,
     TemplateFile,
     VariableRead,
@@ -93,6 +94,12 @@ def _shell(s: ShellUse, show: Callable[[str], str]) -> str:
     )
 
 
+def _skill(s: SkillUse, show: Callable[[str], str]) -> str:
+    scripts = f"  scripts (run only through shell): {', '.join(s.scripts)}" if s.scripts else "  no scripts"
+    tools = f"  allowed-tools (grants nothing): {' '.join(s.allowed_tools)}" if s.allowed_tools else ""
+    return f"{s.use}  {s.name}  {show(s.folder)}{scripts}{tools}"
+
+
 def _confirm(c: ConfirmUse) -> str:
     default = "" if c.written is not None else " (default)"
     return f"{c.use}  {c.source}  {'asks' if c.asks else 'does not ask'}{default}"
@@ -119,6 +126,7 @@ def _sections(audit: AgentAudit, show: Callable[[str], str]) -> list[tuple[str, 
         ("fetch", [f"{f.use}  {f.reach}{_names('headers', f.headers)}" for f in audit.fetch]),
         ("files", [f"{f.use}  {show(f.root)}  {f.mode}" for f in audit.files]),
         ("shell", [_shell(s, show) for s in audit.shell]),
+        ("skills", [_skill(s, show) for s in audit.skills]),
         ("permissions", rules),
         ("confirm", [_confirm(c) for c in audit.confirm]),
         ("environment variables", [_variable(v) for v in audit.variables]),

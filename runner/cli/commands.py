@@ -287,9 +287,21 @@ def run_tools(ref: str, *, json_output: bool, agent_name: str | None, check: boo
             typer.echo(f"{name:<{width}}  {source:<{swidth}}  {description}")
         for rename in registry.renames:
             typer.echo(f"renamed: {rename.original} -> {rename.final} ({rename.reason})", err=True)
+        _list_skills(config)
     for failure in failures:
         typer.echo(f"failed: {failure.spec.label}: {failure.error}", err=True)
     return 2 if failures else 0
+
+
+def _list_skills(config: Any) -> None:
+    """The skills of ``skills:`` under the tool table: name, folder, summary, scripts."""
+    if not config.skills:
+        return
+    typer.echo(f"\nskills ({len(config.skills)}; loaded on demand with skills_load):")
+    for skill in config.skills:
+        typer.echo(f"  {skill.name}  {display_path(str(skill.folder))}  {_summary(skill.description, 60)}")
+        if skill.scripts:
+            typer.echo(f"    scripts (run through shell): {', '.join(skill.scripts)}")
 
 
 def _summary(description: str, limit: int = 80) -> str:

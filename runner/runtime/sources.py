@@ -36,8 +36,8 @@ def source_key(source: ToolSourceConfig) -> str:
 
 def _reopens_on_reload(source: ToolSourceConfig) -> bool:
     """Whether a reload opens the source again although its configuration is the same."""
-    if source.kind == "python":
-        return True
+    if source.kind == "python" or (source.kind == "builtin" and source.target == "skills"):
+        return True  # edited code, or an edited SKILL.md, takes effect
     return source.kind == "openapi" and not source.target.startswith(("http://", "https://"))
 
 
@@ -176,6 +176,8 @@ def describe_changes(
     parts: list[str] = []
     if old.prompts != new.prompts or old.vars != new.vars:
         parts.append("prompts")
+    if old.skills != new.skills:
+        parts.append("skills")
     before, after = set(old_tools.names()), set(new_tools.names())
     added, removed = len(after - before), len(before - after)
     changed = code = 0

@@ -1,7 +1,8 @@
 """Built-in tool sources: ``builtin: <name>`` loads the toolset module ``toolsets.<name>``.
 
 A toolset module defines ``OPTIONS_SCHEMA`` (the JSON Schema of its ``with:`` mapping, defaults
-included, ``additionalProperties: false``) and ``build(options, ctx) -> list[Tool]``. This module
+included, ``additionalProperties: false``) and ``build(options, ctx) -> list[Tool]``, and may define
+``instructions(options, ctx) -> str | None`` (text for the system prompt: the ``skills`` list). It
 validates ``with:`` against the schema (each problem becomes a ``ConfigError`` naming the toolset and
 the option), fills the defaults and calls ``build`` with a ``ToolsetContext``: the agent file's folder
 (relative paths in options start there), the session's exit stack (for clients and processes to
@@ -126,14 +127,16 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
         ) from None
     options = validate_options(spec.target, spec.options, module.OPTIONS_SCHEMA, file=file, path=where)
     toolset_ctx = ToolsetContext(base_dir=spec.base_dir, stack=stack, confirm=spec.confirm, logger=ctx.logger)
+    extra = getattr(module, "instructions", None)  # a toolset's text for the system prompt (skills)
     try:
         tools: list[Tool] = module.build(options, toolset_ctx)
+        instructions = extra(options, toolset_ctx) if callable(extra) else None
     except ConfigError as exc:
         option_path = f"{where}.{exc.path}" if exc.path else where
         raise ConfigError(
             f"builtin toolset {spec.target!r}: {exc.message}", file=file, path=option_path, hint=exc.hint
         ) from None
-    return LoadedSource(tools=tools)
+    return LoadedSource(tools=tools, instructions=instructions)
 
 
 def _describe(

@@ -68,6 +68,7 @@ FULL: Doc = {
         {"builtin": "shell", "confirm": True},
         {"agent": "./researcher.yaml", "description": "Researches a topic.", "x-owner": "me"},
     ],
+    "skills": ["skills", ".agents/skills"],
     "permissions": {"allow": ["time_*"], "ask": ["shell"], "deny": ["shell(command=rm *)"]},
     "hooks": {
         "session_start": [{"message": "Session for {{ agent }}.", "role": "system"}],

@@ -89,7 +89,7 @@ def test_json_has_the_documented_shape(audit_repo: AuditRepo) -> None:
     assert data["version"] == 1
     assert set(data) == {
         "version", "agent", "file", "folder", "repository", "model", "python_modules", "commands",
-        "mcp_commands", "urls", "openapi_files", "template_files", "fetch", "files", "shell",
+        "mcp_commands", "urls", "openapi_files", "template_files", "fetch", "files", "shell", "skills",
         "permissions", "confirm", "variables", "subagents",
     }  # fmt: skip
     assert data["agent"] == "main" and data["repository"] == str(audit_repo.repo.resolve())

@@ -16,7 +16,7 @@ from runner.tools.sources import loader_for
 
 _SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "agent.schema.json"
 _VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_MINIMAL_OPTIONS: dict[str, dict[str, Any]] = {"files": {"root": "ws"}}
+_MINIMAL_OPTIONS: dict[str, dict[str, Any]] = {"files": {"root": "ws"}, "skills": {"folders": ["sk/demo"]}}
 
 
 def test_the_toolsets_are_the_ones_the_agent_file_schema_offers() -> None:
@@ -40,7 +40,11 @@ def test_every_options_schema_is_valid_and_closed(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", available_toolsets())
-async def test_every_tool_has_a_valid_name_schema_and_description(name: str, load_builtin: Any) -> None:
+async def test_every_tool_has_a_valid_name_schema_and_description(
+    name: str, load_builtin: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "sk" / "demo").mkdir(parents=True)
+    (tmp_path / "sk" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: A demo.\n---\nDo it.\n")
     tools = await load_builtin(name, _MINIMAL_OPTIONS.get(name))
     assert tools
     for tool in tools.values():
