@@ -143,7 +143,7 @@ def test_tool_modules_atexit_handlers_run_even_with_an_abandoned_tool(
     extra = "tools:\n  - python: tools_mod\nlimits:\n  tool_timeout_s: 0.2\n"
     agent = write_agent(folder, agent_yaml(server.base_url, extra), tools=ATEXIT_TOOLS)
     goodbye = tmp_path / "goodbye"
-    result = cli("run", str(agent), "-p", "go", extra_env={"GOODBYE_FILE": str(goodbye)}, timeout=20)
+    result = cli.process("run", str(agent), "-p", "go", extra_env={"GOODBYE_FILE": str(goodbye)}, timeout=20)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "gave up"
     assert goodbye.read_text() == "bye"  # the process did not wait 30 s for the thread, and ran atexit
@@ -156,7 +156,7 @@ def test_tool_modules_atexit_handlers_run_on_a_normal_exit(cli: Cli, serve: Any,
         folder, agent_yaml(server.base_url, "tools:\n  - python: tools_mod\n"), tools=ATEXIT_TOOLS
     )
     goodbye = tmp_path / "goodbye"
-    result = cli("run", str(agent), "-p", "go", extra_env={"GOODBYE_FILE": str(goodbye)})
+    result = cli.process("run", str(agent), "-p", "go", extra_env={"GOODBYE_FILE": str(goodbye)})
     assert result.returncode == 0, result.stderr
     assert goodbye.read_text() == "bye"
 
