@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from runner.acp.mapping import EventMapper, UnsupportedContent, prompt_text, rep
 from runner.acp.sessions import AcpSession, HostPool, Outbox, session_config
 from runner.agentfile.config import AgentConfig
 from runner.errors import LimitReached, RunnerError, StorageError
+from runner.redact import Redactor, environment_secrets
 from runner.runtime.settings import RuntimeSettings
 from runner.session import RunOptions, Session
 from runner.session.events import LoopEvent, Note, StepStarted
@@ -68,10 +70,10 @@ _ANSWERS: dict[str, ConfirmAnswer] = {"allow": "yes", "always": "always", "rejec
 _SHUTDOWN_GRACE_S = 10.0
 
 
-def _error(code: int, exc: RunnerError) -> RequestError:
-    """A JSON-RPC error whose message is the runner's own (with its hint)."""
+def _error(code: int, exc: RunnerError, redact: Redactor | None = None) -> RequestError:
+    """A JSON-RPC error whose message is the runner's own (with its hint), secrets masked."""
     message = exc.message + (f" ({exc.hint})" if exc.hint else "")
-    return RequestError(code, message, {"error": type(exc).__name__})
+    return RequestError(code, redact(message) if redact else message, {"error": type(exc).__name__})
 
 
 class RunnerAgent:
@@ -91,6 +93,9 @@ class RunnerAgent:
         self.pool = HostPool(settings, model=model)
         self.sessions: dict[str, AcpSession] = {}
         self.conn: Any = None
+        #: What error messages to the editor may not show: the agents' secrets, the environment's.
+        secrets = set().union(*(config.secrets for config in self.members.values()))
+        self.redact = Redactor(secrets | environment_secrets(os.environ))
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -126,7 +131,7 @@ class RunnerAgent:
             try:
                 transcript = read_transcript(find_transcript(self.settings.home, session_id))
             except RunnerError as exc:
-                raise _error(-32602, exc) from None
+                raise _error(-32602, exc, self.redact) from None
             member = str(transcript.header.get("agent", ""))
             if "workflow" in transcript.header or member not in self.members:
                 raise RequestError(
@@ -167,7 +172,7 @@ class RunnerAgent:
         try:
             text = prompt_text(prompt)
         except UnsupportedContent as exc:
-            raise _error(-32602, exc) from None
+            raise _error(-32602, exc, self.redact) from None
         if state.running is not None:
             raise RequestError(-32600, f"a prompt is already running in session {session_id}")
         state.running, state.cancelled = asyncio.current_task(), False
@@ -177,19 +182,19 @@ class RunnerAgent:
             session.sink = self._sink(state, session, mapper)
             limit: LimitReached | None = None
             try:
-                result = await session.run([text])
+                # A turn that failed or was cut short is not tried again: the new prompt follows it.
+                result = await session.run([text], continue_waiting=False)
                 outcome, limit = result.outcome, result.limit
             except StorageError as exc:
-                raise _error(-32603, exc) from None
+                raise _error(-32603, exc, self.redact) from None
             except Exception as exc:
                 outcome = Outcome.of_error(exc, session_id=session.session_id)
                 limit = exc if isinstance(exc, LimitReached) else None
                 if outcome.status == "error":
                     log.warning("session %s: %s", session_id, outcome.error)
                     await state.outbox.flush()
-                    raise RequestError(
-                        -32603, outcome.error or "the turn failed", {"error": type(exc).__name__}
-                    ) from None
+                    message = self.redact(outcome.error or "the turn failed")
+                    raise RequestError(-32603, message, {"error": type(exc).__name__}) from None
             await state.outbox.flush()
             reason = stop_reason(
                 outcome, limit=limit, finish_reason=mapper.finish_reason, cancelled=state.cancelled
@@ -242,7 +247,7 @@ class RunnerAgent:
         try:
             config = session_config(self.members[member], cwd=folder, servers=servers)
         except RunnerError as exc:
-            raise _error(-32602, exc) from None
+            raise _error(-32602, exc, self.redact) from None
         host = await self._host(config)
         conn = self.conn
 
@@ -257,7 +262,7 @@ class RunnerAgent:
         try:
             return await self.pool.host(config)
         except RunnerError as exc:
-            raise _error(-32603, exc) from None
+            raise _error(-32603, exc, self.redact) from None
 
     def _modes(self, current: str) -> SessionModeState | None:
         if len(self.members) < 2:

@@ -59,6 +59,7 @@ def script(body: dict[str, Any]) -> dict[str, Any]:
         "late": {"content": "too late", "delay_s": 30},
         "long": {"content": "cut short", "finish_reason": "length"},
         "filtered": {"content": "no", "finish_reason": "content_filter"},
+        "broken": {"status": 500, "error": "the model is down"},
     }
     return answers.get(word, {"content": f"echo: {word}"})
 

@@ -173,6 +173,15 @@ async def test_stop_reasons_follow_the_models_finish_reason(agent: Editor) -> No
     assert (long.stop_reason, filtered.stop_reason) == ("max_tokens", "refusal")
 
 
+async def test_a_failed_run_is_a_json_rpc_error_saying_why_and_the_session_goes_on(agent: Editor) -> None:
+    session = await agent.new_session()
+    with pytest.raises(RequestError) as caught:
+        await agent.conn.prompt(session_id=session, prompt=[text_block("broken model")])
+    assert caught.value.code == -32603 and "the model is down" in str(caught.value)
+    response = await agent.conn.prompt(session_id=session, prompt=[text_block("hello")])
+    assert response.stop_reason == "end_turn"
+
+
 async def test_a_prompt_for_an_unknown_session_is_an_error_naming_it(agent: Editor) -> None:
     with pytest.raises(RequestError) as caught:
         await agent.conn.prompt(session_id="no-such-session", prompt=[text_block("hello")])
