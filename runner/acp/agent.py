@@ -41,7 +41,15 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from runner.acp.mapping import EventMapper, UnsupportedContent, prompt_text, replay_updates, stop_reason
+from runner.acp.mapping import (
+    EventMapper,
+    UnsupportedContent,
+    prompt_text,
+    replay_updates,
+    stop_reason,
+    tool_kind,
+    tool_title,
+)
 from runner.acp.sessions import AcpSession, HostPool, Outbox, session_config
 from runner.agentfile.config import AgentConfig
 from runner.errors import LimitReached, RunnerError, StorageError
@@ -310,7 +318,13 @@ class RunnerAgent:
             if tool.timeout_s is not None
             else (session.limits.tool_timeout_s if session else 60.0)
         )
-        asked = ToolCallUpdate(tool_call_id=call_id, title=tool.name, status="pending", raw_input=arguments)
+        asked = ToolCallUpdate(
+            tool_call_id=call_id,
+            title=tool_title(tool.name, arguments),
+            kind=tool_kind(tool),
+            status="pending",
+            raw_input=arguments,
+        )
         try:
             async with asyncio.timeout(timeout):
                 response = await self.conn.request_permission(

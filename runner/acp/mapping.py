@@ -166,8 +166,6 @@ class EventMapper:
         self._finished: set[str] = set()
         #: The last reply's ``finish_reason`` (what ``stop_reason`` reads).
         self.finish_reason: str | None = None
-        #: Whether any message chunk was sent.
-        self.spoke = False
 
     def announce(
         self, call_id: str, name: str, arguments: dict[str, Any], status: ToolCallStatus
@@ -187,10 +185,7 @@ class EventMapper:
     def updates(self, event: LoopEvent) -> list[Update]:
         """What the editor is told of ``event`` (nothing for most bookkeeping events)."""
         if isinstance(event, TextChunk | AnswerDraft):
-            if not event.text:
-                return []
-            self.spoke = True
-            return [helpers.update_agent_message_text(event.text)]
+            return [helpers.update_agent_message_text(event.text)] if event.text else []
         if isinstance(event, ReasoningChunk):
             return [helpers.update_agent_thought_text(event.text)] if event.text else []
         if isinstance(event, AssistantMessage):

@@ -4,13 +4,14 @@ The file descriptor 1 the editor reads is kept for the protocol alone (a duplica
 the JSON-RPC stream); descriptor 1 itself then points at stderr, so a stray ``print``, a library's
 warning or a child process's output can never corrupt the stream. When the editor closes stdin, the
 running turns are interrupted and end as every interrupted turn does (every call answered, the
-transcript written), then the process exits cleanly.
+transcript written), then the process exits cleanly; so does a SIGTERM.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from typing import cast
 
@@ -44,8 +45,16 @@ async def serve_stdio(agent: RunnerAgent, *, protocol_fd: int) -> None:
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     # The SDK's Agent protocol lists every optional method; the router answers the missing ones.
     conn = AgentSideConnection(cast(Agent, agent), writer, reader, listening=False)
+    terminated = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, terminated.set)  # an editor that quits may send it
+    listening = asyncio.create_task(conn.listen(), name="acp-listen")
+    ending = asyncio.create_task(terminated.wait(), name="acp-sigterm")
     try:
-        await conn.listen()
+        await asyncio.wait({listening, ending}, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        ending.cancel()
         await agent.shutdown()
         await conn.close()
+        listening.cancel()
+        await asyncio.gather(listening, ending, return_exceptions=True)

@@ -113,3 +113,6 @@ async def test_a_team_files_members_are_the_sessions_modes_and_an_unknown_load_i
                 cwd=str(running.project), session_id="20990101-none", mcp_servers=[]
             )
         assert "no session '20990101-none'" in str(missing.value)
+        running.process.terminate()  # an editor that quits with SIGTERM: the same clean end
+        assert await asyncio.wait_for(running.process.wait(), 15) == 0
+        assert "Traceback" not in running.stderr_text()

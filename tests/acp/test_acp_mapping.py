@@ -140,7 +140,7 @@ def test_a_refused_call_that_never_started_is_announced_and_failed() -> None:
     updates = mapper.updates(ToolFinished(ToolResult("c9", "shell", "Denied.", is_error=True, arguments={})))
     assert _kinds(updates) == [("tool_call", "pending"), ("tool_call_update", "failed")]
     assert updates[0].kind == "other"
-    assert mapper.updates(TextChunk("")) == [] and not mapper.spoke
+    assert mapper.updates(TextChunk("")) == []
 
 
 def test_a_saved_history_replays_without_the_runners_notes() -> None:
