@@ -23,6 +23,7 @@ def server() -> Any:
         yield srv
 
 
+@pytest.mark.timeout(180)  # two agent processes and a resume, on a loaded 2-core machine
 async def test_stdin_closed_mid_turn_exits_cleanly_and_the_session_loads_and_resumes(
     tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,8 @@ from acp.schema import McpServerStdio
 from runner.testing import ScriptedServer
 from tests.acp.editor import ASKED_LATE, Editor, editor, protocol_lines, scripted_server, write_agent
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# One agent process for the module: its tests share an event loop and one xdist worker.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("acp-stdio")]
 
 FAKE_MCP = Path(__file__).resolve().parents[1] / "tools_mcp" / "fake_mcp_server.py"
 
