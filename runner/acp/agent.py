@@ -111,10 +111,11 @@ class RunnerAgent:
     # ----------------------------------------------------------------- set-up
 
     async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
-        """Protocol v1; sessions can be loaded; text, resource links and text resources in prompts;
-        stdio, HTTP and SSE MCP servers from the editor."""
+        """Protocol v1 (the only version it speaks: the answer to any other request, as the protocol
+        says); sessions can be loaded; text, resource links and text resources in prompts; stdio,
+        HTTP and SSE MCP servers from the editor."""
         return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),

@@ -162,6 +162,8 @@ class Editor:
     stderr: Path
     #: Every line the agent wrote on stdout.
     lines: list[bytes]
+    #: The agent's answer to ``initialize``.
+    initialized: Any = None
 
     async def new_session(self, **kw: Any) -> str:
         response = await self.conn.new_session(cwd=str(self.project), mcp_servers=[], **kw)
@@ -206,8 +208,8 @@ async def editor(root: Path, agent: Path, *, args: tuple[str, ...] = ()) -> Asyn
     client = EditorClient()
     conn = connect_to_agent(client, process.stdin, feed)
     try:
-        await conn.initialize(protocol_version=1)
-        yield Editor(conn, process, client, project, home, stderr_path, lines)
+        initialized = await conn.initialize(protocol_version=1)
+        yield Editor(conn, process, client, project, home, stderr_path, lines, initialized)
     finally:
         with contextlib.suppress(Exception):
             process.stdin.close()

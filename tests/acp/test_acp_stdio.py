@@ -47,6 +47,18 @@ def said(updates: list[Any]) -> str:
     return "".join(update.content.text for update in updates)
 
 
+async def test_initialize_answers_protocol_1_and_what_the_agent_takes(agent: Editor) -> None:
+    answer = agent.initialized
+    assert answer.protocol_version == 1 and answer.agent_info.name == "runner"
+    capabilities = answer.agent_capabilities
+    assert capabilities.load_session is True
+    prompts, servers = capabilities.prompt_capabilities, capabilities.mcp_capabilities
+    assert (prompts.image, prompts.audio, prompts.embedded_context) == (False, False, True)
+    assert (servers.http, servers.sse) == (True, True)
+    again = await agent.conn.initialize(protocol_version=2)  # a newer client: the version we speak
+    assert again.protocol_version == 1
+
+
 async def test_a_prompt_streams_reasoning_and_text_and_ends_the_turn(agent: Editor) -> None:
     session = await agent.new_session()
     response = await agent.conn.prompt(session_id=session, prompt=[text_block("hello there")])
