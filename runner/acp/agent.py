@@ -200,7 +200,10 @@ class RunnerAgent:
                 outcome = Outcome.of_error(exc, session_id=session.session_id)
                 limit = exc if isinstance(exc, LimitReached) else None
                 if outcome.status == "error":
-                    log.warning("session %s: %s", session_id, outcome.error)
+                    if isinstance(exc, RunnerError):
+                        log.warning("session %s: %s", session_id, outcome.error)
+                    else:  # an escape: its traceback belongs on stderr
+                        log.exception("session %s: the turn failed", session_id)
                     await state.outbox.flush()
                     message = self.redact(outcome.error or "the turn failed")
                     raise RequestError(-32603, message, {"error": type(exc).__name__}) from None
