@@ -1,5 +1,6 @@
 """The ACP agent: ``initialize``, ``session/new`` / ``load`` / ``set_mode``, ``session/prompt`` and
-``session/cancel``, each a thin translation onto runner sessions.
+``session/cancel``, each a thin translation onto runner sessions (a mode is a team member: the
+session moves to its runtime, ``Session.move_to``).
 
 - A session is a runner ``Session`` opened at its first prompt (or at ``session/load``) on the
   runtime of its configuration (``sessions.session_config``: the editor's folder, its MCP servers);
@@ -158,19 +159,19 @@ class RunnerAgent:
         return LoadSessionResponse(modes=self._modes(state.mode))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
-        """Run another member of the team in this session (before its first prompt)."""
+        """Run another member of the team in this session: its prompt, tools and limits from the next
+        turn on, with the conversation so far."""
         state = self._state(session_id)
         if mode_id not in self.members:
             raise RequestError(-32602, f"unknown mode '{mode_id}'", {"modes": sorted(self.members)})
+        if state.running is not None:
+            raise RequestError(-32600, "the mode changes between prompts: cancel the running one first")
         if mode_id != state.mode:
-            if state.session is not None:
-                raise RequestError(
-                    -32600,
-                    "the mode is chosen before the session's first prompt: open a new session for it",
-                )
             config = session_config(self.members[mode_id], cwd=state.cwd, servers=state.servers)
             state.host = await self._host(config)
             state.mode, state.config = mode_id, config
+            if state.session is not None:
+                await state.session.move_to(state.host)
         return SetSessionModeResponse()
 
     # ----------------------------------------------------------------- a prompt turn

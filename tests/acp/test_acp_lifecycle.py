@@ -103,9 +103,11 @@ async def test_a_team_files_members_are_the_sessions_modes_and_an_unknown_load_i
         await running.conn.set_session_mode(session_id=session, mode_id="reviewer")
         await running.conn.prompt(session_id=session, prompt=[text_block("hello")])
         assert server.requests[-1]["messages"][0]["content"] == "You are the reviewer."
-        with pytest.raises(RequestError) as caught:
-            await running.conn.set_session_mode(session_id=session, mode_id="writer")
-        assert "before the session's first prompt" in str(caught.value)
+        await running.conn.set_session_mode(session_id=session, mode_id="writer")  # mid-conversation
+        await running.conn.prompt(session_id=session, prompt=[text_block("and now?")])
+        messages = server.requests[-1]["messages"]
+        assert messages[0]["content"] == "You are the writer."
+        assert [m["content"] for m in messages if m["role"] == "user"] == ["hello", "and now?"]
         with pytest.raises(RequestError) as unknown:
             await running.conn.set_session_mode(session_id=session, mode_id="editor")
         assert "unknown mode 'editor'" in str(unknown.value)
