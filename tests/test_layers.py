@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"watch"},
     {"workflow"},
     {"runnable"},
-    {"serve", "testing", "api", "batch", "agentdiff"},
+    {"serve", "testing", "api", "batch", "agentdiff", "acp"},
     {"evals"},
     {"integrations", "cli"},
     {"__main__"},

@@ -65,6 +65,8 @@ class AssistantMessage:
     """The assistant message of a step, complete, as appended to the history."""
 
     message: dict[str, Any]
+    #: Why the model's reply ended, as the provider said (``stop``, ``length``, ``content_filter``, ...).
+    finish_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ declined call, a hook's stop). The calls of one step share a ``StepCalls`` (the 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -29,10 +30,29 @@ from runner.tools.executor import CallDecision, execute_one
 from runner.tools.permissions import Permissions
 from runner.tools.registry import ToolRegistry
 
-__all__ = ["ConfirmAnswer", "ConfirmFn", "Confirmation", "GateParts", "GateResult", "StepCalls", "ToolGate"]
+__all__ = [
+    "ConfirmAnswer",
+    "ConfirmFn",
+    "Confirmation",
+    "GateParts",
+    "GateResult",
+    "StepCalls",
+    "ToolGate",
+    "confirming_call",
+]
 
 ConfirmAnswer = Literal["yes", "no", "always"]
 ConfirmFn = Callable[[Tool, dict[str, Any]], Awaitable[ConfirmAnswer]]
+
+_confirming: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
+    "runner_confirming", default=None
+)
+
+
+def confirming_call() -> ToolCall | None:
+    """The call a ``ConfirmFn`` is asked about, while it is asked (a door that shows the user the
+    call by its id, as ACP's ``session/request_permission`` does, reads it)."""
+    return _confirming.get()
 
 
 class HookCaller(Protocol):
@@ -178,7 +198,11 @@ class _Call:
             return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'{why}.")
         if verdict == "allow" or not (verdict == "ask" or tool.confirm):
             return None
-        return await self.parts.confirmation.check(tool, arguments, self.step)
+        token = _confirming.set(self.call)
+        try:
+            return await self.parts.confirmation.check(tool, arguments, self.step)
+        finally:
+            _confirming.reset(token)
 
     async def after(self, _call: Any, tool: Tool, result: ToolResult) -> ToolResult | str | None:
         content = result.content

@@ -489,6 +489,21 @@ class Session:
         self.record_event("reload", changes=runtime.changes, applies="next turn")
         return runtime.changes
 
+    async def move_to(self, host: RuntimeHost) -> None:
+        """Go on with ``host``'s runtime (another agent: an editor's mode switch): its system prompt,
+        tools and limits from the next turn on; the conversation stays, the transcript goes on."""
+        runtime = await host.acquire()
+        old, lease = self.runtime, self._lease
+        self.runtime, self._lease = runtime, host
+        if self.host is not None:
+            self.host = host
+        self.variables = runtime.prompts.variables(self.options.variables)
+        self._apply_runtime()
+        if self.conversation.system is not None:
+            self._compose_system()
+        if lease is not None:
+            await lease.release(old)
+
     async def _follow_host(self) -> None:
         """At a turn boundary: move to the host's current runtime when a reload installed one."""
         host = self.host

@@ -256,7 +256,7 @@ class Turn:
             extra["reasoning"] = reply.reasoning
         self.conversation.append(message, **extra)
         session.calls.extend(c["function"]["name"] for c in message.get("tool_calls") or ())
-        session.sink(AssistantMessage(message))
+        session.sink(AssistantMessage(message, reply.finish_reason))
         self.output = reply.content or ""
         plan = session.output_plan
         if plan is not None and end is None and (reply.tool_calls or not reader.unreadable()):
