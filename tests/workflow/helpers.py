@@ -15,18 +15,24 @@ from typing import Any
 
 import pytest
 
+from tests.cli_run.conftest import invoke_in_process
+
 RUNNER = str(Path(sys.executable).parent / "runner")
 
 
 @dataclass
 class Cli:
-    """Runs `runner` in a subprocess with RUNNER_HOME in a temporary folder."""
+    """Runs `runner` with RUNNER_HOME in a temporary folder: in this process (as tests/cli_run does),
+    or in a process of its own (``process``, ``popen``) where a signal or the process is the test."""
 
     home: Path
     cwd: Path
     env: dict[str, str]
 
     def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return invoke_in_process(list(args), cwd=self.cwd, env=self.env)
+
+    def process(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [RUNNER, *args],
             cwd=self.cwd,
