@@ -36,5 +36,8 @@ class Door:
 
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
+    from runner.serve.a2a.door import door as a2a_door
+
     doors: list[Door] = []
+    doors.append(a2a_door(state))
     return doors
