@@ -29,7 +29,9 @@ class Served:
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        config = server_config(app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5)
+        config = server_config(
+            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn-a2a", daemon=True)
         self.url = ""
@@ -131,7 +133,11 @@ async def sdk_client(
     headers = {"authorization": f"Bearer {key}"} if key else {}
     http = httpx.AsyncClient(timeout=30, headers=headers)
     card = await A2ACardResolver(http, url).get_agent_card()
-    keep = [i for i in card.supported_interfaces if i.protocol_binding in bindings and i.protocol_version == version]
+    keep = [
+        i
+        for i in card.supported_interfaces
+        if i.protocol_binding in bindings and i.protocol_version == version
+    ]
     assert keep, f"the card has no {bindings} interface at {version}: {card.supported_interfaces}"
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import httpx
@@ -37,12 +38,15 @@ def answer_of(task: pb.Task) -> str:
 
 
 @pytest.mark.parametrize(
-    ("binding", "version"), [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")]
+    ("binding", "version"),
+    [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")],
 )
 async def test_send_message_blocking(agents, scripted, serve, binding: str, version: str) -> None:
     server = scripted([{"content": "Hello from helper."}])
     served = serve([agents.write("helper", server)])
-    client = await sdk_client(served.agent_url("helper"), bindings=[binding], version=version, streaming=False)
+    client = await sdk_client(
+        served.agent_url("helper"), bindings=[binding], version=version, streaming=False
+    )
     (event,) = await collect(client, message("hi"))
     task = event.task
     assert task.status.state == DONE
@@ -158,7 +162,9 @@ async def test_an_expired_context_is_not_continued(agents, scripted, serve, monk
     await client.close()
 
 
-async def test_card_is_true_to_the_host_it_was_asked_on_and_lists_every_agent(agents, scripted, serve) -> None:
+async def test_card_is_true_to_the_host_it_was_asked_on_and_lists_every_agent(
+    agents, scripted, serve
+) -> None:
     server = scripted([])
     agents.write("one", server)
     agents.write("two", server, tools=ADD_TOOLS)
@@ -184,3 +190,148 @@ async def test_card_is_true_to_the_host_it_was_asked_on_and_lists_every_agent(ag
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert "the two agent" in card["skills"][0]["description"]
     assert "python" in card["skills"][0]["tags"] or "add" in card["skills"][0]["tags"]
+
+
+async def test_cancel_interrupts_the_run_and_a_finished_task_is_not_cancelable(
+    agents, scripted, serve
+) -> None:
+    from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+
+    asked = threading.Event()
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        if not asked.is_set():
+            asked.set()
+            return {"content": "too late", "delay_s": 30}
+        return {"content": "quick"}
+
+    server = scripted(reply)
+    served = serve([agents.write("slow", server)])
+    client = await sdk_client(served.agent_url("slow"))
+    stream = client.send_message(message("take your time"))
+    first = await anext(stream)
+    task_id = first.task.id
+    assert await asyncio.to_thread(asked.wait, 10)  # the model is working on it
+    canceled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+    assert canceled.status.state == pb.TaskState.TASK_STATE_CANCELED
+    await stream.aclose()
+    got = await client.get_task(pb.GetTaskRequest(id=task_id))
+    assert got.status.state == pb.TaskState.TASK_STATE_CANCELED
+    with pytest.raises(TaskNotCancelableError):
+        await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+    with pytest.raises(TaskNotFoundError):
+        await client.cancel_task(pb.CancelTaskRequest(id="no-such-task"))
+    fresh = await sdk_client(served.agent_url("slow"), streaming=False)
+    (after,) = await collect(fresh, message("now"))
+    assert after.task.status.state == DONE  # the server goes on
+    await client.close()
+
+
+async def test_list_tasks_get_task_and_subscribe(agents, scripted, serve) -> None:
+    server = scripted([{"content": "one"}, {"content": "two", "delay_s": 0.3}])
+    served = serve([agents.write("lister", server)])
+    client = await sdk_client(served.agent_url("lister"), streaming=False)
+    (first,) = await collect(client, message("first"))
+    request = message("second", context_id=first.task.context_id)
+    request.configuration.return_immediately = True
+    (second,) = await collect(client, request)
+    streamer = await sdk_client(served.agent_url("lister"))
+    seen = [event async for event in streamer.subscribe(pb.SubscribeToTaskRequest(id=second.task.id))]
+    assert seen[-1].status_update.status.state == DONE
+    listed = await client.list_tasks(pb.ListTasksRequest(context_id=first.task.context_id))
+    assert {t.id for t in listed.tasks} == {first.task.id, second.task.id}
+    got = await client.get_task(pb.GetTaskRequest(id=second.task.id))
+    assert answer_of(got) == "two"
+    await client.close()
+    await streamer.close()
+
+
+async def test_push_notification_methods_answer_not_supported(agents, scripted, serve) -> None:
+    from a2a.utils.errors import PushNotificationNotSupportedError
+
+    server = scripted([{"content": "ok"}])
+    served = serve([agents.write("pusher", server)])
+    client = await sdk_client(served.agent_url("pusher"), streaming=False)
+    (event,) = await collect(client, message("hi"))
+    config = pb.TaskPushNotificationConfig(task_id=event.task.id, url="http://127.0.0.1:9/hook")
+    with pytest.raises(PushNotificationNotSupportedError):
+        await client.create_task_push_notification_config(config)
+    with pytest.raises(PushNotificationNotSupportedError):
+        await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=event.task.id)
+        )
+    await client.close()
+
+
+async def test_a_file_part_is_refused_before_any_task(agents, scripted, serve) -> None:
+    from a2a.utils.errors import ContentTypeNotSupportedError
+
+    server = scripted([])
+    served = serve([agents.write("texty", server)])
+    client = await sdk_client(served.agent_url("texty"), streaming=False)
+    request = message("look")
+    request.message.parts.append(pb.Part(raw=b"\x89PNG", media_type="image/png", filename="a.png"))
+    with pytest.raises(ContentTypeNotSupportedError, match="part 1 is a file"):
+        await collect(client, request)
+    listed = await client.list_tasks(pb.ListTasksRequest())
+    assert list(listed.tasks) == [] and server.requests == []
+    await client.close()
+
+
+async def test_a_data_part_is_read_as_json_and_output_is_a_data_part(agents, scripted, serve) -> None:
+    from google.protobuf import struct_pb2
+    from google.protobuf.json_format import MessageToDict, ParseDict
+
+    server = scripted([{"content": '{"total": 5, "note": "2 + 3"}'}])
+    output = "output:\n  type: object\n  properties:\n    total: {type: integer}\n    note: {type: string}\n"
+    served = serve([agents.write("summer", server, output + "  required: [total, note]\n")])
+    client = await sdk_client(served.agent_url("summer"), streaming=False)
+    request = message("add these")
+    value = struct_pb2.Value()
+    ParseDict({"a": 2, "b": 3}, value)
+    request.message.parts.append(pb.Part(data=value))
+    (event,) = await collect(client, request)
+    assert event.task.status.state == DONE
+    (artifact,) = event.task.artifacts
+    (part,) = artifact.parts
+    assert part.HasField("data") and MessageToDict(part.data) == {"total": 5, "note": "2 + 3"}
+    assert '"a": 2' in str(server.requests[0]["messages"][-1]["content"])
+    await client.close()
+
+
+async def test_a_limit_fails_naming_it_and_a_model_failure_fails_with_its_message(
+    agents, scripted, serve
+) -> None:
+    looping = scripted(add_then("never"))
+    broken = scripted([{"status": 400, "error": "the model refuses this"}])
+    agents.write("looper", looping, "limits:\n  max_steps: 1\n", tools=ADD_TOOLS)
+    agents.write("broken", broken)
+    served = serve([agents.root])
+    client = await sdk_client(served.agent_url("looper"), streaming=False)
+    (event,) = await collect(client, message("go"))
+    assert event.task.status.state == pb.TaskState.TASK_STATE_FAILED
+    said = event.task.status.message.parts[0].text
+    assert "limit" in said and "step" in said
+    client = await sdk_client(served.agent_url("broken"), streaming=False)
+    (event,) = await collect(client, message("go"))
+    assert event.task.status.state == pb.TaskState.TASK_STATE_FAILED
+    said = event.task.status.message.parts[0].text
+    assert "the model failed" in said and "refuses" in said
+    assert answer_of(event.task) == ""  # the error is the status, not the answer
+
+
+async def test_a_tool_that_needs_confirmation_asks_with_input_required(agents, scripted, serve) -> None:
+    server = scripted(add_then("Done: 5."))
+    module = "a2a_confirm_tools"
+    (agents.root / f"{module}.py").write_text(ADD_TOOLS, encoding="utf-8")
+    served = serve([agents.write("careful", server, f"tools:\n  - python: {module}\n    confirm: true\n")])
+    client = await sdk_client(served.agent_url("careful"), streaming=False)
+    (event,) = await collect(client, message("2 + 3?"))
+    task = event.task
+    assert task.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "add" in task.status.message.parts[0].text
+    (event,) = await collect(client, message("yes", context_id=task.context_id, task_id=task.id))
+    assert event.task.id == task.id and event.task.status.state == DONE
+    assert answer_of(event.task) == "Done: 5."
+    assert server.requests[1]["messages"][-1]["content"] == "5"  # the tool ran
+    await client.close()

@@ -42,7 +42,10 @@ def _tool_names(served: ServedAgent | ServedWorkflow, registry: Any) -> list[str
         return sorted(registry.names())[:50]
     if isinstance(served, ServedWorkflow):
         return sorted(served.configs)[:50]
-    names = [source.id or (source.target if source.kind == "builtin" else source.kind) for source in served.config.tools]
+    names = [
+        source.id or (source.target if source.kind == "builtin" else source.kind)
+        for source in served.config.tools
+    ]
     return names[:50]
 
 

@@ -225,13 +225,13 @@ def door(state: ServeState) -> Door:
     async def listing(request: Request) -> Response:
         state.authorize(request)
         current = state.catalog.current
-        served = [*current.agents.values(), *current.workflows.values()]
+        served: list[ServedAgent | ServedWorkflow] = [*current.agents.values(), *current.workflows.values()]
         return JSON({"agents": [serving.card(one, request) for one in served]})
 
     async def root_card(request: Request) -> Response:
         state.authorize(request)
         current = state.catalog.current
-        served = [*current.agents.values(), *current.workflows.values()]
+        served: list[ServedAgent | ServedWorkflow] = [*current.agents.values(), *current.workflows.values()]
         if len(served) != 1:
             raise ApiError(
                 404,

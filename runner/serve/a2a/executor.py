@@ -47,10 +47,21 @@ from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.session.outcome import Outcome
 
-__all__ = ["RunnerExecutor", "message_text"]
+__all__ = ["RunnerExecutor", "message_text", "whole_numbers"]
 
 #: How long a question (``input-required``) waits for its answer without an idle limit.
 DEFAULT_ASK_WAIT_S = 3600.0
+
+
+def whole_numbers(value: Any) -> Any:
+    """JSON from a protobuf ``Value`` with its whole numbers as integers (protobuf has doubles only)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    return value
 
 
 def message_text(message: pb.Message) -> str:
@@ -65,7 +76,7 @@ def message_text(message: pb.Message) -> str:
         elif kind == "data":
             from google.protobuf.json_format import MessageToDict
 
-            texts.append(json.dumps(MessageToDict(part.data), ensure_ascii=False))
+            texts.append(json.dumps(whole_numbers(MessageToDict(part.data)), ensure_ascii=False))
         else:
             media = f" ({part.media_type[:60]})" if part.media_type else ""
             raise ContentTypeNotSupportedError(
@@ -258,7 +269,8 @@ class RunnerExecutor(AgentExecutor):
                 elif isinstance(piece, StepRunning):
                     who = f" ({piece.agent})" if piece.agent else ""
                     await updater.update_status(
-                        pb.TaskState.TASK_STATE_WORKING, _status(updater, f"running the step {piece.key}{who}")
+                        pb.TaskState.TASK_STATE_WORKING,
+                        _status(updater, f"running the step {piece.key}{who}"),
                     )
                 elif isinstance(piece, EndPiece):
                     end = piece
@@ -318,4 +330,3 @@ def _why(outcome: Outcome | None) -> str:
     if outcome is None:
         return "the run failed"
     return outcome.why() or outcome.reason
-
