@@ -38,7 +38,7 @@ from runner.serve.a2a.executor import RunnerExecutor, message_text
 from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import Conversations, owner_tag
-from runner.serve.doors import Door
+from runner.serve.door_spec import Door
 from runner.serve.http import JSON
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
