@@ -46,22 +46,12 @@ from runner.serve.history import ChatHistory
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.session.outcome import Outcome
+from runner.tools.a2a import whole_numbers
 
-__all__ = ["RunnerExecutor", "message_text", "whole_numbers"]
+__all__ = ["RunnerExecutor", "message_text"]
 
 #: How long a question (``input-required``) waits for its answer without an idle limit.
 DEFAULT_ASK_WAIT_S = 3600.0
-
-
-def whole_numbers(value: Any) -> Any:
-    """JSON from a protobuf ``Value`` with its whole numbers as integers (protobuf has doubles only)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, list):
-        return [whole_numbers(item) for item in value]
-    if isinstance(value, dict):
-        return {key: whole_numbers(item) for key, item in value.items()}
-    return value
 
 
 def message_text(message: pb.Message) -> str:
