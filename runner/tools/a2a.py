@@ -203,6 +203,11 @@ class RemoteAgent:
         except ToolError:
             raise
         except Exception as exc:
+            if reading.state:  # it had started: the stream broke
+                raise ToolError(
+                    f"the remote agent '{self.card.name}' stopped answering before the task ended "
+                    f"(last state: {reading.state_name()}): {_said(exc)}"
+                ) from None
             raise ToolError(f"the remote agent '{self.card.name}' failed: {_said(exc)}") from None
         return reading.result(remote)
 
