@@ -335,3 +335,40 @@ async def test_a_tool_that_needs_confirmation_asks_with_input_required(agents, s
     assert answer_of(event.task) == "Done: 5."
     assert server.requests[1]["messages"][-1]["content"] == "5"  # the tool ran
     await client.close()
+
+
+async def test_the_task_store_keeps_1000_dropping_the_oldest_finished_first() -> None:
+    from a2a.server.context import ServerCallContext
+
+    from runner.serve.a2a.tasks import MAX_TASKS, BoundedTaskStore, Owner
+
+    store = BoundedTaskStore()
+    assert store.limit == MAX_TASKS == 1000
+    me = ServerCallContext(user=Owner("agent", "digest"))
+    running = pb.Task(id="live", context_id="c", status=pb.TaskStatus(state=pb.TaskState.TASK_STATE_WORKING))
+    await store.save(running, me)
+    for number in range(MAX_TASKS + 5):
+        done = pb.Task(id=f"t{number}", context_id="c", status=pb.TaskStatus(state=DONE))
+        await store.save(done, me)
+    assert len(store) == MAX_TASKS
+    assert await store.get("live", me) is not None  # a running task is never dropped
+    for number in range(6):  # the six oldest finished ones went
+        assert await store.get(f"t{number}", me) is None
+    assert await store.get("t6", me) is not None and await store.get(f"t{MAX_TASKS + 4}", me) is not None
+
+
+async def test_the_server_drops_its_oldest_finished_tasks_past_the_bound(
+    agents, scripted, serve, monkeypatch
+) -> None:
+    from a2a.utils.errors import TaskNotFoundError
+
+    monkeypatch.setattr("runner.serve.a2a.tasks.MAX_TASKS", 3)
+    server = scripted([{"content": "ok"}], repeat=True)
+    served = serve([agents.write("many", server)])
+    client = await sdk_client(served.agent_url("many"), streaming=False)
+    ids = [(await collect(client, message(f"n{n}")))[0].task.id for n in range(5)]
+    listed = await client.list_tasks(pb.ListTasksRequest())
+    assert {t.id for t in listed.tasks} == set(ids[2:])
+    with pytest.raises(TaskNotFoundError):
+        await client.get_task(pb.GetTaskRequest(id=ids[0]))
+    await client.close()

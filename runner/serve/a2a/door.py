@@ -35,6 +35,7 @@ from starlette.types import Receive, Scope, Send
 from runner.errors import ConfigError
 from runner.serve.a2a.card import agent_card
 from runner.serve.a2a.executor import RunnerExecutor, message_text
+from runner.serve.a2a import tasks
 from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import Conversations, owner_tag
@@ -119,7 +120,7 @@ class A2AServing:
     def __init__(self, state: ServeState, conversations: Conversations) -> None:
         self.state = state
         self.conversations = conversations
-        self.store = BoundedTaskStore()
+        self.store = BoundedTaskStore(tasks.MAX_TASKS)
         self._apps: dict[str, Router] = {}
         self._handlers: list[DefaultRequestHandler] = []
 
