@@ -372,3 +372,30 @@ async def test_the_server_drops_its_oldest_finished_tasks_past_the_bound(
     with pytest.raises(TaskNotFoundError):
         await client.get_task(pb.GetTaskRequest(id=ids[0]))
     await client.close()
+
+
+async def test_a_served_workflow_is_an_a2a_agent_with_its_steps_as_status(agents, scripted, serve) -> None:
+    from tests.serve.test_serve_workflow import PLAN_WORKFLOW, PLANNER
+    from tests.workflow.helpers import Models, team, user_text
+
+    models = Models(
+        {"planner": lambda body: {"tasks": ["a", "b"]}, "researcher": lambda body: user_text(body).upper()}
+    )
+    server = scripted(models)
+    team(agents.root, server.base_url, {"planner": PLANNER, "researcher": ""}, PLAN_WORKFLOW)
+    served = serve([agents.root])
+    client = await sdk_client(served.agent_url("research"))
+    events = await collect(client, message("the moon"))
+    assert events[-1].status_update.status.state == DONE
+    notes = [
+        part.text
+        for e in events
+        if e.HasField("status_update")
+        for part in e.status_update.status.message.parts
+    ]
+    assert any("plan" in note for note in notes)
+    answer = "".join(
+        p.text for e in events if e.HasField("artifact_update") for p in e.artifact_update.artifact.parts
+    )
+    assert answer == "RESEARCH A | RESEARCH B"
+    await client.close()
