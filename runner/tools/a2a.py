@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import uuid
 from collections import OrderedDict
@@ -359,6 +360,7 @@ def _text(part: Any) -> str:
 
 async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncExitStack) -> LoadedSource:
     """Fetch the card, pick the interface, make the client: one tool (module docstring)."""
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")  # as runner.serve.a2a does
     import httpx
     from a2a.client import ClientConfig, ClientFactory
 

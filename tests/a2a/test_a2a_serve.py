@@ -62,13 +62,13 @@ def add(a: int, b: int) -> int:
 '''
 
 
-def add_then(answer: str) -> Any:
-    """A model that calls ``add`` first, then answers ``answer``."""
+def add_then(answer: str, **extra: Any) -> Any:
+    """A model that calls ``add`` first, then answers ``answer`` (``extra``: more of the step)."""
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         if body["messages"][-1]["role"] == "user":
             return {"tool_calls": [{"id": "call_add", "name": "add", "arguments": {"a": 2, "b": 3}}]}
-        return {"content": answer}
+        return {"content": answer, **extra}
 
     return reply
 
@@ -77,7 +77,7 @@ def add_then(answer: str) -> Any:
 async def test_streaming_gives_status_updates_tool_steps_and_the_answer_as_artifact_chunks(
     agents, scripted, serve, binding: str, version: str
 ) -> None:
-    server = scripted(add_then("The sum is five."))
+    server = scripted(add_then("The sum is five.", chunk_delay_s=0.03), chunks=4)
     served = serve([agents.write("summer", server, tools=ADD_TOOLS)])
     client = await sdk_client(served.agent_url("summer"), bindings=[binding], version=version)
     events = await collect(client, message("2 + 3?"))

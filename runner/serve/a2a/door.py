@@ -33,9 +33,9 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from runner.errors import ConfigError
+from runner.serve.a2a import tasks
 from runner.serve.a2a.card import agent_card
 from runner.serve.a2a.executor import RunnerExecutor, message_text
-from runner.serve.a2a import tasks
 from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import Conversations, owner_tag

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ from runner.session.outcome import Outcome
 from runner.tools.a2a import whole_numbers
 
 __all__ = ["RunnerExecutor", "message_text"]
+
+#: The answer's text goes out at most this often (what arrives meanwhile joins one chunk).
+CHUNK_INTERVAL_S = 0.02
 
 #: How long a question (``input-required``) waits for its answer without an idle limit.
 DEFAULT_ASK_WAIT_S = 3600.0
@@ -238,8 +242,9 @@ class RunnerExecutor(AgentExecutor):
     async def _pump(self, job: _Job, run: RequestRun) -> None:
         """The run's pieces as task events, to the end state."""
         artifact = uuid.uuid4().hex
-        held: str | None = None  # the last text chunk, sent when the next arrives (or as the last)
+        held: str | None = None  # text not sent yet: sent when more arrives (or as the last chunk)
         sent = False
+        flushed = time.monotonic()
         end: EndPiece | None = None
         try:
             async for piece in run.pieces():
@@ -248,10 +253,11 @@ class RunnerExecutor(AgentExecutor):
                 if isinstance(piece, TextPiece):
                     if not piece.text:
                         continue
-                    if held is not None:
+                    now = time.monotonic()
+                    if held is not None and now - flushed >= CHUNK_INTERVAL_S:
                         await self._chunk(updater, artifact, held, append=sent, last=False)
-                        sent = True
-                    held = piece.text
+                        sent, held, flushed = True, None, now
+                    held = piece.text if held is None else held + piece.text
                 elif isinstance(piece, ToolRunning):
                     await updater.update_status(
                         pb.TaskState.TASK_STATE_WORKING, _status(updater, f"running the tool {piece.name}")
