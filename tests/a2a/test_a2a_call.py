@@ -3,6 +3,7 @@ server helpers), and what it does with bad cards and remotes that misbehave."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -186,5 +187,38 @@ async def test_input_required_comes_back_as_a_question_and_the_next_call_answers
         asked, done = tool_results(run)
         assert "needs more input" in asked and "Which date?" in asked
         assert done == "booked for Monday"
+    finally:
+        served.stop()
+
+
+async def test_a_slow_streamed_answer_arrives_and_its_status_messages_are_progress_lines(tmp_path) -> None:
+    from runner.agentfile.files import load_agent
+    from runner.runnable import AgentRunner
+    from runner.runtime import RuntimeSettings
+    from runner.session.opening import open_runtime
+    from runner.testing.model import ScriptedModel
+
+    class Slow(Scripted):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            await asyncio.sleep(0.3)  # slow, but well within the tool's timeout
+            await super().execute(context, event_queue)
+
+    executor = Slow(["eventually"])
+    served = start_sdk(sdk_app(executor, version="1.0", binding="JSONRPC"))
+    lines: list[tuple[str, str]] = []
+    try:
+        path = caller(tmp_path, served.url)
+        path.write_text(path.read_text(encoding="utf-8") + "    timeout_s: 10\n", encoding="utf-8")
+        model = ScriptedModel([tool_call("sdk-agent", message="take your time"), text("ok")])
+        settings = RuntimeSettings(home=tmp_path / "home", write_transcript=False)
+        runtime = await open_runtime(
+            load_agent(path), settings, model=model, on_progress=lambda *line: lines.append(line)
+        )
+        runner = AgentRunner(runtime.config, settings, runtime=runtime)
+        outcome = await runner.run(["go"])
+        await runtime.aclose()
+        assert outcome.status == "ok" and outcome.tools == ("sdk-agent",)
+        assert model.requests[1].messages[-1]["content"] == "eventually"  # the tool's result
+        assert any("sdk-agent: thinking" in text for _, text in lines), lines
     finally:
         served.stop()
