@@ -362,7 +362,15 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
     """Fetch the card, pick the interface, make the client: one tool (module docstring)."""
     os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")  # as runner.serve.a2a does
     import httpx
-    from a2a.client import ClientConfig, ClientFactory
+
+    try:
+        from a2a.client import ClientConfig, ClientFactory
+    except ModuleNotFoundError as exc:
+        if exc.name != "a2a" and not str(exc.name).startswith("a2a."):
+            raise
+        raise _error(
+            spec.label, "A2A is not installed", hint="pip install 'runner[a2a]' (the a2a-sdk)"
+        ) from None
 
     timeout_s = spec.timeout_s if spec.timeout_s is not None else ctx.default_timeout_s
     bound = timeout_s if timeout_s and timeout_s > 0 else None

@@ -399,3 +399,27 @@ async def test_a_served_workflow_is_an_a2a_agent_with_its_steps_as_status(agents
     )
     assert answer == "RESEARCH A | RESEARCH B"
     await client.close()
+
+
+async def test_without_the_a2a_sdk_the_server_starts_and_its_a2a_paths_say_what_to_install(
+    agents, scripted, home, monkeypatch
+) -> None:
+    import importlib.util
+
+    from runner.runtime import RuntimeSettings
+    from runner.serve.app import create_app
+    from runner.serve.catalog import load_catalog
+    from runner.serve.reload import CatalogHolder
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "a2a" else real(name, *a)
+    )
+    paths = [agents.write("plain", scripted([]))]
+    app = create_app(CatalogHolder(paths, load_catalog(paths)), settings=RuntimeSettings(home=home))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        for path in ("/a2a", "/a2a/plain/.well-known/agent-card.json"):
+            answer = await http.get(path)
+            assert answer.status_code == 501 and "runner[a2a]" in answer.json()["error"]["message"]
+        assert (await http.get("/v1/models")).status_code == 200
