@@ -222,3 +222,16 @@ async def test_a_slow_streamed_answer_arrives_and_its_status_messages_are_progre
         assert any("sdk-agent: thinking" in text for _, text in lines), lines
     finally:
         served.stop()
+
+
+def test_validate_refuses_an_a2a_source_that_is_not_an_http_url(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from runner.cli.main import app
+
+    path = caller(tmp_path, "ftp://agents.example.com/travel")
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "tools[0]" in result.output and "a2a" in result.output
+    good = caller(tmp_path, "https://agents.example.com/a2a/travel")
+    assert CliRunner().invoke(app, ["validate", str(good)]).exit_code == 0

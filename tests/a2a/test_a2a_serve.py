@@ -74,7 +74,8 @@ def add_then(answer: str, **extra: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("binding", "version"), [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")]
+    ("binding", "version"),
+    [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")],
 )
 async def test_streaming_gives_status_updates_tool_steps_and_the_answer_as_artifact_chunks(
     agents, scripted, serve, binding: str, version: str
