@@ -148,6 +148,64 @@ async def hop(folder: Path, base: str, url: str, runs: int) -> tuple[float, floa
     return statistics.median(times["via_a2a"]), statistics.median(times["direct"])
 
 
+async def sdk_floor(runs: int) -> float:
+    """Median seconds of one SendMessage to the a2a-sdk's own handler whose executor answers at once
+    (task, working, one artifact, completed: the events runner sends), in this process over ASGI."""
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types import a2a_pb2 as pb
+    from starlette.applications import Starlette
+
+    class AtOnce(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            assert context.task_id and context.context_id
+            task = pb.Task(id=context.task_id, context_id=context.context_id, status=pb.TaskStatus(state=1))
+            await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            await updater.start_work()
+            await updater.add_artifact([pb.Part(text="ok")], last_chunk=True)
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+            return None
+
+    interface = pb.AgentInterface(url="http://127.0.0.1/", protocol_binding="JSONRPC", protocol_version="1.0")
+    card = pb.AgentCard(
+        name="floor",
+        description="the floor",
+        version="1",
+        capabilities=pb.AgentCapabilities(streaming=True),
+        supported_interfaces=[interface],
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[pb.AgentSkill(id="floor", name="floor", description="answers", tags=["floor"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=AtOnce(), task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=create_jsonrpc_routes(handler, "/"))
+    times: list[float] = []
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        for number in range(runs + 5):
+            rpc = {
+                "jsonrpc": "2.0",
+                "id": number,
+                "method": "SendMessage",
+                "params": {
+                    "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+                },
+            }
+            started = time.perf_counter()
+            answer = await http.post("/", json=rpc, headers={"A2A-Version": "1.0"})
+            if number >= 5:
+                times.append(time.perf_counter() - started)
+            assert "TASK_STATE_COMPLETED" in answer.text, answer.text[:300]
+    return statistics.median(times)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.a2a", description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
@@ -170,12 +228,14 @@ def main(argv: list[str] | None = None) -> int:
             assert scripted.stdin is not None
             scripted.stdin.close()
             scripted.wait(timeout=15)
+    floor = asyncio.run(sdk_floor(args.runs))
     ratio = a2a / openai
     added = (via_a2a - direct) * 1000
     print(f"one-step agent, /v1/chat/completions     {openai * 1000:8.2f} ms   1.00x")
     print(
         f"one-step agent, A2A SendMessage          {a2a * 1000:8.2f} ms   {ratio:.2f}x  {_ok(ratio <= 1.2)}"
     )
+    print(f"the a2a-sdk's handler alone (no model)   {floor * 1000:8.2f} ms   {floor / openai:.2f}x")
     print(f"caller with a direct agent: sub-agent    {direct * 1000:8.2f} ms")
     verdict = _ok(added <= 5)
     print(f"caller with the helper over A2A          {via_a2a * 1000:8.2f} ms   {added:+.2f} ms  {verdict}")
