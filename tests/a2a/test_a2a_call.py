@@ -17,6 +17,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
 
+from runner.errors import RunnerError
 from runner.testing.model import text, tool_call
 from runner.testing.run import run_agent
 from tests.a2a.conftest import Served
@@ -235,3 +236,59 @@ def test_validate_refuses_an_a2a_source_that_is_not_an_http_url(tmp_path) -> Non
     assert "tools[0]" in result.output and "a2a" in result.output
     good = caller(tmp_path, "https://agents.example.com/a2a/travel")
     assert CliRunner().invoke(app, ["validate", str(good)]).exit_code == 0
+
+
+async def test_headers_take_env_secrets_and_reach_a_server_with_keys(
+    agents, scripted, serve, tmp_path, monkeypatch
+) -> None:
+    remote_model = scripted([{"content": "behind a key"}])
+    served = serve([agents.write("locked", remote_model)], api_keys=["s3cret-key"])
+    monkeypatch.setenv("LOCKED_KEY", "s3cret-key")
+    path = caller(tmp_path, served.agent_url("locked"))
+    path.write_text(
+        path.read_text(encoding="utf-8") + "    headers:\n      Authorization: Bearer ${LOCKED_KEY}\n",
+        encoding="utf-8",
+    )
+    run = await run_agent(path, "go", script=[tool_call("locked", message="open"), text("ok")])
+    assert tool_results(run) == ["behind a key"]
+    monkeypatch.setenv("LOCKED_KEY", "wrong")
+    with pytest.raises(RunnerError, match="401"):
+        await run_agent(path, "go", script=[tool_call("locked", message="open"), text("ok")])
+
+
+async def test_the_card_is_fetched_once_per_runtime_and_again_on_reload(tmp_path) -> None:
+    from runner.agentfile.files import load_agent
+    from runner.runtime import RuntimeSettings
+    from runner.session.opening import runtime_host
+    from runner.testing.model import ScriptedModel
+
+    executor = Scripted(["one", "two"])
+    app = sdk_app(executor, version="1.0", binding="JSONRPC")
+    fetched: list[str] = []
+
+    async def count(request: Request, call_next: Any) -> Any:
+        if request.url.path.endswith("agent-card.json"):
+            fetched.append(request.url.path)
+        return await call_next(request)
+
+    from starlette.middleware.base import BaseHTTPMiddleware
+
+    app.add_middleware(BaseHTTPMiddleware, dispatch=count)
+    served = start_sdk(app)
+    try:
+        path = caller(tmp_path, served.url)
+        config = load_agent(path)
+        settings = RuntimeSettings(home=tmp_path / "home", write_transcript=False)
+        host = runtime_host(config, settings, model=ScriptedModel([]))
+        async with host.lease():
+            pass
+        async with host.lease():  # the same runtime: no second fetch
+            pass
+        assert len(fetched) == 1
+        await host.reload(load_agent(path))
+        async with host.lease():
+            pass
+        assert len(fetched) == 2
+        await host.aclose()
+    finally:
+        served.stop()
