@@ -5,7 +5,8 @@ built to replace another (a reload) takes over the sources whose configuration d
 an MCP server keeps running across reloads; the old runtime gives its hold back when it closes
 (after the requests still using it finished), and a source nobody holds any more is closed then.
 Python sources (and OpenAPI documents read from files) are always opened again on a reload, so an
-edited tool module or document takes effect; so are A2A sources (their card is fetched again). ``describe_changes`` is the one line a reload prints.
+edited tool module or document takes effect; so are A2A sources (their card is fetched again).
+``describe_changes`` is the one line a reload prints.
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ async def test_the_card_is_fetched_once_per_runtime_and_again_on_reload(tmp_path
     app = sdk_app(executor, version="1.0", binding="JSONRPC")
     fetched: list[str] = []
 
-    async def count(request: Request, call_next: Any) -> Any:
+    async def count(request: Any, call_next: Any) -> Any:
         if request.url.path.endswith("agent-card.json"):
             fetched.append(request.url.path)
         return await call_next(request)
