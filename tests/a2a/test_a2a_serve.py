@@ -426,3 +426,19 @@ async def test_without_the_a2a_sdk_the_server_starts_and_its_a2a_paths_say_what_
             answer = await http.get(path)
             assert answer.status_code == 501 and "runner[a2a]" in answer.json()["error"]["message"]
         assert (await http.get("/v1/models")).status_code == 200
+
+
+async def test_a_task_waiting_for_input_can_be_canceled(agents, scripted, serve) -> None:
+    server = scripted(add_then("never said"))
+    module = "a2a_confirm_cancel_tools"
+    (agents.root / f"{module}.py").write_text(ADD_TOOLS, encoding="utf-8")
+    served = serve([agents.write("careful", server, f"tools:\n  - python: {module}\n    confirm: true\n")])
+    client = await sdk_client(served.agent_url("careful"), streaming=False)
+    (event,) = await collect(client, message("2 + 3?"))
+    assert event.task.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED
+    canceled = await client.cancel_task(pb.CancelTaskRequest(id=event.task.id))
+    assert canceled.status.state == pb.TaskState.TASK_STATE_CANCELED
+    got = await client.get_task(pb.GetTaskRequest(id=event.task.id))
+    assert got.status.state == pb.TaskState.TASK_STATE_CANCELED
+    assert len(server.requests) == 1  # the tool never ran, the model was not asked again
+    await client.close()

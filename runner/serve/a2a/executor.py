@@ -90,6 +90,7 @@ def _status(updater: TaskUpdater, text: str) -> pb.Message:
 class _Job:
     """One task's run, alive across the messages that answer its questions."""
 
+    task_id: str = ""
     run: RequestRun | None = None
     updater: TaskUpdater | None = None
     answer: asyncio.Future[str] | None = None
@@ -137,7 +138,7 @@ class RunnerExecutor(AgentExecutor):
             if job.ended:
                 self._jobs.pop(context.task_id, None)
             return
-        job = self._jobs[context.task_id] = _Job()
+        job = self._jobs[context.task_id] = _Job(task_id=context.task_id)
         job.updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         if context.current_task is None:
             await event_queue.enqueue_event(
@@ -282,6 +283,8 @@ class RunnerExecutor(AgentExecutor):
             job.ended = True
             job.unlock()
             job.paused.set()
+            if self._jobs.get(job.task_id) is job:  # ended however it ended (a cancel, an error)
+                del self._jobs[job.task_id]
 
     @staticmethod
     async def _chunk(updater: TaskUpdater, artifact: str, text: str, *, append: bool, last: bool) -> None:
