@@ -42,10 +42,10 @@ __all__ = [
 
 FunctionCalling = Literal["auto", "native", "prompt", "inline"]
 ToolFormat = Literal["xml", "markdown"]
-SourceKind = Literal["python", "openapi", "mcp", "builtin", "agent"]
+SourceKind = Literal["python", "openapi", "mcp", "builtin", "agent", "a2a"]
 HookKind = Literal["python", "command", "message"]
 
-SOURCE_KINDS: tuple[SourceKind, ...] = ("python", "openapi", "mcp", "builtin", "agent")
+SOURCE_KINDS: tuple[SourceKind, ...] = ("python", "openapi", "mcp", "builtin", "agent", "a2a")
 HOOK_KINDS: tuple[HookKind, ...] = ("python", "command", "message")
 
 

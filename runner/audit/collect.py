@@ -202,6 +202,8 @@ def _source(
             result.urls.append(UrlUse(use, "mcp", redact(mcp.url), sorted(source.headers)))
     elif source.kind == "openapi":
         _openapi(result, use, source, redact)
+    elif source.kind == "a2a":  # a remote agent: its card's URL is where the runner connects
+        result.urls.append(UrlUse(use, "a2a", redact(source.target), sorted(source.headers)))
     elif source.kind == "builtin":
         _builtin(result, use, source, asks, redact)
 

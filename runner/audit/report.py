@@ -68,10 +68,11 @@ class McpCommand:
 
 @dataclass(frozen=True)
 class UrlUse:
-    """An address the runner connects to: an MCP server, an OpenAPI document or API, the model."""
+    """An address the runner connects to: an MCP server, an OpenAPI document or API, a remote A2A
+    agent, the model."""
 
     use: str
-    kind: Literal["mcp", "openapi", "openapi-base-url", "model"]
+    kind: Literal["mcp", "openapi", "openapi-base-url", "a2a", "model"]
     url: str
     headers: list[str] = field(default_factory=list)
 

@@ -5,7 +5,8 @@ built to replace another (a reload) takes over the sources whose configuration d
 an MCP server keeps running across reloads; the old runtime gives its hold back when it closes
 (after the requests still using it finished), and a source nobody holds any more is closed then.
 Python sources (and OpenAPI documents read from files) are always opened again on a reload, so an
-edited tool module or document takes effect. ``describe_changes`` is the one line a reload prints.
+edited tool module or document takes effect; so are A2A sources (their card is fetched again).
+``describe_changes`` is the one line a reload prints.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def source_key(source: ToolSourceConfig) -> str:
 
 def _reopens_on_reload(source: ToolSourceConfig) -> bool:
     """Whether a reload opens the source again although its configuration is the same."""
-    if source.kind == "python" or (source.kind == "builtin" and source.target == "skills"):
-        return True  # edited code, or an edited SKILL.md, takes effect
+    if source.kind in ("python", "a2a"):  # edited code; an A2A card is fetched again (its interfaces may move)
+        return True
+    if source.kind == "builtin" and source.target == "skills":
+        return True  # an edited SKILL.md takes effect
     return source.kind == "openapi" and not source.target.startswith(("http://", "https://"))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runner.serve.engine import ChatRun, RequestRun
+from runner.serve.engine import ChatRun, Continuation, RequestRun
 from runner.serve.history import ChatHistory
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
@@ -23,9 +23,11 @@ def open_request_run(
     report: Callable[[str], None] | None = None,
     tool_details: bool = True,
     where: str = "",
+    continuation: Continuation | None = None,
 ) -> RequestRun:
     """The run of model ``name`` (the request's ``model`` when None); ``where`` says, in a 404, where
-    the agents were looked for."""
+    the agents were looked for; ``continuation``: the server-side conversation an agent's turn
+    continues (a workflow runs once per request, whatever it says)."""
     name = name or chat.model
     workflow = holder.workflow(name)
     if workflow is not None:
@@ -39,4 +41,6 @@ def open_request_run(
             param="model",
             code="model_not_found",
         )
-    return ChatRun.for_request(host, history, chat, on_done=report, tool_details=tool_details)
+    return ChatRun.for_request(
+        host, history, chat, on_done=report, tool_details=tool_details, continuation=continuation
+    )

@@ -42,12 +42,15 @@ from runner.session.events import (
     TurnEnded,
     UsageUpdate,
 )
+from runner.session.gate import ConfirmFn
 from runner.session.outcome import Outcome
+from runner.store.transcript import Transcript
 from runner.text import one_line
 from runner.tools.schema import clean_schema
 
 __all__ = [
     "ChatRun",
+    "Continuation",
     "EndPiece",
     "Piece",
     "ReasoningPiece",
@@ -117,6 +120,19 @@ class EndPiece:
 
 
 Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A door that keeps its conversations server-side (A2A's ``contextId``): the session to run the
+    request in, resumed from its transcript or new under ``session_id``; who answers a confirmation
+    (``confirm``; None: nobody, the call is refused); ``plain``: notes and errors stay out of the
+    answer's text (the door reports them its own way)."""
+
+    session_id: str
+    resume: Transcript | None = None
+    confirm: ConfirmFn | None = None
+    plain: bool = False
 
 
 class RequestRun:
@@ -268,8 +284,10 @@ class ChatRun(RequestRun):
         on_done: Callable[[str], None] | None = None,
         tool_details: bool = True,
         answer_tool: str | None = None,
+        continuation: Continuation | None = None,
     ) -> None:
         super().__init__(host.config.name, on_done)
+        self.continuation = continuation
         self.host = host
         self.answer_tool = answer_tool
         """The client tool the answer is a call of (a forced ``tool_choice``); None: the content."""
@@ -295,16 +313,19 @@ class ChatRun(RequestRun):
         *,
         on_done: Callable[[str], None] | None = None,
         tool_details: bool = True,
+        continuation: Continuation | None = None,
     ) -> ChatRun:
         """The run of ``chat`` on the agent of ``host``: the request's parameters and limits (which
         only lower the agent's), its client tools and answer schema; ``tool_details`` False (the
-        server's ``--plain``) or the agent's own ``serve:`` setting hides tool calls."""
+        server's ``--plain``) or the agent's own ``serve:`` setting hides tool calls;
+        ``continuation``: the server-side conversation it continues."""
         config = host.config
         options = RunOptions(
             params=model_params(config, chat),
             client_tools=list(chat.client_tools),
             limits=request_limits(chat),
             output=chat.output,
+            confirm=continuation.confirm if continuation is not None else None,
         )
         return cls(
             host,
@@ -313,6 +334,7 @@ class ChatRun(RequestRun):
             on_done=on_done,
             tool_details=tool_details and config.tool_details,
             answer_tool=chat.answer_tool,
+            continuation=continuation,
         )
 
     async def start(self) -> None:
@@ -369,12 +391,21 @@ class ChatRun(RequestRun):
             self._usage = event.session
         elif isinstance(event, Note) and event.source == "model":
             self._notice(event.text)  # a retry and its wait: never in the content
-        elif isinstance(event, Note) and event.level in ("warning", "error") and not self._structured:
+        elif isinstance(event, Note) and event.level in ("warning", "error") and not self._plain:
             self._put(TextPiece(f"\n\n> {event.text}\n\n"))
 
+    @property
+    def _plain(self) -> bool:
+        """Notes and errors stay out of the answer's text (a JSON answer; a door that says them apart)."""
+        return self._structured or (self.continuation is not None and self.continuation.plain)
+
     async def _main(self) -> None:
+        more = self.continuation
+        resumed = {"session_id": more.session_id, "resume": more.resume} if more is not None else {}
         try:
-            session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
+            session = await Session.open(
+                self.host, follow=False, sink=self._sink, options=self.options, **resumed
+            )
         except BaseException as exc:
             if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
                 raise api_error(exc, outward_redactor(self.host.config.secrets)) from None
@@ -388,7 +419,10 @@ class ChatRun(RequestRun):
             history = chat.history(lambda text: prompts.user(text, variables))
             # The transcript holds the whole conversation; the system prompt is the session's own,
             # composed from the conversation's first input as one long session would have had it.
-            session.conversation.restore(history, first_input=chat.first_input, names=chat.names, record=True)
+            if more is None or more.resume is None:  # a resumed session has its history already
+                session.conversation.restore(
+                    history, first_input=chat.first_input, names=chat.names, record=True
+                )
             self._opened.set()
             inputs = [chat.text] if chat.text is not None else []
             result = await session.run(inputs, continue_waiting=not inputs)
@@ -410,7 +444,7 @@ class ChatRun(RequestRun):
                 log.exception("agent %s: the run failed", self.name)
             error = api_error(exc, outward_redactor(self.host.config.secrets))
             self._outcome = Outcome.of_error(exc, session_id=self.session_id, usage=self._usage)
-            if not self._structured:
+            if not self._plain:
                 self._put(TextPiece(f"\n\n**Error:** {error.message}\n"))
             self._put(self._end("stop", error=error, structured=self._structured))
         finally:

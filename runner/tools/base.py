@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 __all__ = ["RunContext", "Tool", "ToolCallable", "ToolResult", "ToolSourceKind"]
 
-ToolSourceKind = Literal["python", "openapi", "mcp", "builtin", "agent", "client"]
+ToolSourceKind = Literal["python", "openapi", "mcp", "builtin", "agent", "a2a", "client"]
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ _LOADERS: dict[SourceKind, str] = {
     "mcp": "runner.tools.mcp:load_source",
     "builtin": "runner.tools.builtin:load_source",
     "agent": "runner.tools.agent:load_source",
+    "a2a": "runner.tools.a2a:load_source",
 }
 
 

@@ -67,6 +67,11 @@ FULL: Doc = {
         {"builtin": "files", "with": {"root": "./workspace"}},
         {"builtin": "shell", "confirm": True},
         {"agent": "./researcher.yaml", "description": "Researches a topic.", "x-owner": "me"},
+        {
+            "a2a": "https://agents.example.com/a2a/travel",
+            "headers": {"Authorization": "Bearer ${KEY}"},
+            "timeout_s": 30,
+        },
     ],
     "skills": ["skills", ".agents/skills"],
     "permissions": {"allow": ["time_*"], "ask": ["shell"], "deny": ["shell(command=rm *)"]},

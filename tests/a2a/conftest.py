@@ -1,0 +1,145 @@
+"""Fixtures of the A2A tests: agents on a scripted model, ``runner serve`` on uvicorn (127.0.0.1, a
+free port), and the ``a2a-sdk`` client made from the card the server gives."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from runner.runtime import RuntimeSettings
+from runner.serve.app import create_app
+from runner.serve.catalog import load_catalog
+from runner.serve.reload import CatalogHolder
+from runner.serve.server import server_config
+from runner.testing import ScriptedServer
+
+
+class Served:
+    """An ASGI app on uvicorn in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        config = server_config(
+            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="uvicorn-a2a", daemon=True)
+        self.url = ""
+
+    def start(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            assert self.thread.is_alive(), "uvicorn stopped while starting"
+            assert time.monotonic() < deadline, "uvicorn did not start within 15 s"
+            time.sleep(0.005)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def agent_url(self, name: str) -> str:
+        return f"{self.url}/a2a/{name}"
+
+
+@dataclass
+class Agents:
+    """Writes agent files on a scripted model into one folder."""
+
+    root: Path
+
+    def write(self, name: str, server: ScriptedServer, body: str = "", *, tools: str | None = None) -> Path:
+        text = textwrap.dedent(
+            f"""\
+            version: 1
+            name: {name}
+            description: the {name} agent, for tests
+            model:
+              id: openai/scripted
+              api_base: {server.base_url}
+              api_key: ${{SCRIPTED_API_KEY:-sk-test}}
+              retries: 0
+            """
+        )
+        text += textwrap.dedent(body).strip("\n") + "\n" if body.strip() else ""
+        if tools is not None:
+            module = f"a2a_tools_{uuid.uuid4().hex[:10]}"
+            (self.root / f"{module}.py").write_text(textwrap.dedent(tools), encoding="utf-8")
+            text += f"tools:\n  - python: {module}\n"
+        path = self.root / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Agents:
+    root = tmp_path / "agents"
+    root.mkdir()
+    return Agents(root)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def serve(home: Path) -> Iterator[Callable[..., Served]]:
+    """``serve(paths, **create_app_options)``: ``runner serve``'s app on uvicorn until the test ends."""
+    started: list[Served] = []
+
+    def start(paths: Sequence[Path], **options: Any) -> Served:
+        holder = CatalogHolder(list(paths), load_catalog(list(paths)))
+        options.setdefault("settings", RuntimeSettings(home=home))
+        served = Served(create_app(holder, **options)).start()
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()
+
+
+@pytest.fixture
+def scripted(scripted_server: Callable[..., ScriptedServer]) -> Callable[..., ScriptedServer]:
+    return scripted_server
+
+
+async def sdk_client(
+    url: str,
+    *,
+    bindings: Sequence[str] = ("JSONRPC",),
+    version: str = "1.0",
+    streaming: bool = True,
+    key: str | None = None,
+) -> Any:
+    """The ``a2a-sdk`` client of the agent at ``url``, on the card's interface of ``bindings`` and
+    protocol ``version`` (the card is fetched from the server and narrowed to that interface)."""
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    http = httpx.AsyncClient(timeout=30, headers=headers)
+    card = await A2ACardResolver(http, url).get_agent_card()
+    keep = [
+        i
+        for i in card.supported_interfaces
+        if i.protocol_binding in bindings and i.protocol_version == version
+    ]
+    assert keep, f"the card has no {bindings} interface at {version}: {card.supported_interfaces}"
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=list(bindings))
+    return ClientFactory(config).create(card)
