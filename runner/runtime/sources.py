@@ -37,7 +37,7 @@ def source_key(source: ToolSourceConfig) -> str:
 
 def _reopens_on_reload(source: ToolSourceConfig) -> bool:
     """Whether a reload opens the source again although its configuration is the same."""
-    if source.kind in ("python", "a2a"):  # edited code; an A2A card is fetched again (its interfaces may move)
+    if source.kind in ("python", "a2a"):  # edited code; an A2A card fetched again (interfaces move)
         return True
     if source.kind == "builtin" and source.target == "skills":
         return True  # an edited SKILL.md takes effect
