@@ -98,6 +98,7 @@ class _Builder:
         self.snapshots: dict[str, Any] = {}
         self.config: str | None = None
         self.answer: str | None = None
+        self.answer_turn = 0
         self.output: Any = None
         self.untimed = 0
 
@@ -177,7 +178,7 @@ class _Builder:
             self.calls[call_id] = tool
             self.rows.append(tool)
         if record.get("content") and not calls:
-            self.answer = str(record["content"])
+            self.answer, self.answer_turn = str(record["content"]), self.turn
 
     def tool_result(self, record: dict[str, Any], end: float) -> None:
         call_id = str(record.get("tool_call_id", ""))
@@ -263,7 +264,7 @@ class _Builder:
                 f"{self.untimed} record(s) without a readable time: placed after the one before"
             )
         if self.answer is not None:
-            self.rows.append({"k": "answer", "t": self.last, "turn": self.turn, "text": clip(self.answer)})
+            self.rows.append({"k": "answer", "t": self.last, "turn": self.answer_turn, "text": clip(self.answer)})
         if self.output is not None:
             self.rows.append({"k": "output", "t": self.last, "turn": self.turn, "text": clip(self.output)})
         self.totals.update(
