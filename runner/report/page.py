@@ -22,9 +22,6 @@ from runner.redact import Redactor
 
 __all__ = ["embed_json", "render_page"]
 
-_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_TABLE = str.maketrans(_ESCAPES)
-
 
 @cache
 def asset(name: str) -> str:
@@ -32,9 +29,26 @@ def asset(name: str) -> str:
     return resources.files("runner.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def embed_json(value: Any) -> str:
-    """``value`` as JSON that is safe inside a ``<script>`` block (and still the same JSON)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).translate(_TABLE)
+def embed_json(value: Any, redactor: Redactor | None = None) -> str:
+    """``value`` as JSON that is safe inside a ``<script>`` block (and still the same JSON), with
+    ``redactor``'s secrets masked."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if redactor is not None and redactor.found_in(text):  # rare: only then walk every string
+        text = json.dumps(redactor.record(value), ensure_ascii=False, separators=(",", ":"), default=str)
+        text = redactor(text)  # again: values only ``default=str`` could show
+    for unsafe, escape in _ESCAPES:
+        text = text.replace(unsafe, escape)
+    return text
+
+
+#: What a JSON string may hold that must not appear raw inside a script block, and its JSON escape.
+_ESCAPES = (
+    ("&", "\\u0026"),
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
 
 
 def _digest(text: str) -> str:
@@ -43,7 +57,7 @@ def _digest(text: str) -> str:
 
 def render_page(title: str, data: dict[str, Any], *, script: str, redactor: Redactor | None = None) -> str:
     """The page: ``data`` (redacted) drawn by ``assets/common.js`` and ``assets/{script}``."""
-    payload = embed_json(redactor.record(data) if redactor is not None else data)
+    payload = embed_json(data, redactor)
     style = asset("page.css")
     code = asset("common.js") + "\n" + asset(script)
     policy = (

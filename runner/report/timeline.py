@@ -264,7 +264,9 @@ class _Builder:
                 f"{self.untimed} record(s) without a readable time: placed after the one before"
             )
         if self.answer is not None:
-            self.rows.append({"k": "answer", "t": self.last, "turn": self.answer_turn, "text": clip(self.answer)})
+            self.rows.append(
+                {"k": "answer", "t": self.last, "turn": self.answer_turn, "text": clip(self.answer)}
+            )
         if self.output is not None:
             self.rows.append({"k": "output", "t": self.last, "turn": self.turn, "text": clip(self.output)})
         self.totals.update(

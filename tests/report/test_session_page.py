@@ -43,7 +43,12 @@ def test_a_real_run_shown_as_a_timeline_of_its_model_and_tool_calls(
 ) -> None:
     server = scripted_server(
         [
-            {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "add", "arguments": {"a": 3, "b": 4}}]},
+            {
+                "tool_calls": [
+                    {"name": "add", "arguments": {"a": 1, "b": 2}},
+                    {"name": "add", "arguments": {"a": 3, "b": 4}},
+                ]
+            },
             {"content": "The sums are 3 and 7."},
         ]
     )
@@ -75,16 +80,24 @@ def test_a_real_run_shown_as_a_timeline_of_its_model_and_tool_calls(
     opened.check_clean()
 
 
-def test_figures_of_each_call_come_from_the_transcript(open_page: Callable[[Path], Opened], tmp_path: Path) -> None:
+def test_figures_of_each_call_come_from_the_transcript(
+    open_page: Callable[[Path], Opened], tmp_path: Path
+) -> None:
     source = tr.write(tmp_path / "s.jsonl", [tr.header(), *tr.one_turn()])
     page = tmp_path / "s.html"
     write_page(page, session_page(source))
     data = page_data(page)
     model = [r for r in data["rows"] if r["k"] == "model"]
-    assert [(m["s"], m["e"], m["in"], m["out"]) for m in model] == [(2.0, 402.0, 120, 30), (700.0, 1500.0, 160, 12)]
+    assert [(m["s"], m["e"], m["in"], m["out"]) for m in model] == [
+        (2.0, 402.0, 120, 30),
+        (700.0, 1500.0, 160, 12),
+    ]
     assert model[1]["ft"] == 300.0 and "ft" not in model[0]
     tools = [r for r in data["rows"] if r["k"] == "tool"]
-    assert [(t["s"], t["e"], t.get("err", False)) for t in tools] == [(450.0, 650.0, False), (450.0, 700.0, True)]
+    assert [(t["s"], t["e"], t.get("err", False)) for t in tools] == [
+        (450.0, 650.0, False),
+        (450.0, 700.0, True),
+    ]
     assert data["totals"]["cost_usd"] == 0.002 and data["totals"]["errors"] == 1
 
     opened = open_page(page)
@@ -132,14 +145,18 @@ def test_hooks_reloads_with_their_diff_limits_and_structured_output(
     opened.check_clean()
 
 
-def test_a_workflow_is_drawn_as_lanes_of_its_steps(open_page: Callable[[Path], Opened], tmp_path: Path) -> None:
+def test_a_workflow_is_drawn_as_lanes_of_its_steps(
+    open_page: Callable[[Path], Opened], tmp_path: Path
+) -> None:
     records = [
         tr.header(workflow="research", input="topic"),
         tr.event(0, "step_start", key="plan", id="plan", kind="agent", agent="planner"),
         tr.event(100, "step_end", key="plan", id="plan", kind="agent", status="ok", output="p", tokens=40),
         tr.event(101, "step_start", key="search[0]", id="search", kind="agent", agent="searcher"),
         tr.event(101, "step_start", key="search[1]", id="search", kind="agent", agent="searcher"),
-        tr.event(300, "step_end", key="search[0]", id="search", kind="agent", status="ok", output="a", tokens=10),
+        tr.event(
+            300, "step_end", key="search[0]", id="search", kind="agent", status="ok", output="a", tokens=10
+        ),
         tr.event(350, "step_end", key="search[1]", id="search", kind="agent", status="error", error="down"),
         tr.event(360, "workflow_end", status="error", exit_code=1, output=None),
     ]

@@ -61,7 +61,15 @@ def one_turn(
         message(2, "user", "add these"),
         message(402, "assistant", None, tool_calls=calls, usage=usage(120, 30, 0.0012), duration_s=0.4),
         message(650, "tool", "3", tool_call_id="call_1", name="add", duration_s=0.2),
-        message(700, "tool", "error: b is wrong", tool_call_id="call_2", name="add", duration_s=0.25, is_error=True),
+        message(
+            700,
+            "tool",
+            "error: b is wrong",
+            tool_call_id="call_2",
+            name="add",
+            duration_s=0.25,
+            is_error=True,
+        ),
         message(1500, "assistant", text, usage=usage(160, 12, 0.0008), duration_s=0.8, first_token_s=0.3),
         event(1501, "turn_end", turn=1, reason="done"),
     ]
@@ -83,11 +91,15 @@ def many_steps(steps: int) -> list[dict[str, Any]]:
         call_id = f"call_{n}"
         t += 5
         records.append(
-            message(t, "assistant", None, tool_calls=[call(call_id, "add", {"a": n, "b": 1})], usage=usage(50, 5))
+            message(
+                t, "assistant", None, tool_calls=[call(call_id, "add", {"a": n, "b": 1})], usage=usage(50, 5)
+            )
         )
         records[-1]["duration_s"] = 0.004
         t += 2
         records.append(message(t, "tool", str(n + 1), tool_call_id=call_id, name="add", duration_s=0.002))
-    records.append(message(t + 5, "assistant", f"done after {steps} steps", usage=usage(50, 5), duration_s=0.004))
+    records.append(
+        message(t + 5, "assistant", f"done after {steps} steps", usage=usage(50, 5), duration_s=0.004)
+    )
     records.append(event(t + 6, "turn_end", turn=1, reason="done"))
     return records
