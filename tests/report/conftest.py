@@ -125,7 +125,7 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
 
 def assert_not_blank(opened: Opened) -> None:
     """A screenshot of the page has drawn content: many colours, and a share of pixels not white."""
-    width, height, rows = png_pixels(opened.page.screenshot(type="png"))
+    width, _, rows = png_pixels(opened.page.screenshot(type="png"))
     channels = len(rows[0]) // width
     colours: set[bytes] = set()
     inked = 0

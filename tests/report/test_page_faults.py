@@ -19,7 +19,8 @@ HOSTILE = [
     "<img src=x onerror=\"window.__pwned = 'onerror'\">",
     '<a href="javascript:window.__pwned = \'link\'" id="evil">click me</a>',
     "</script><script>window.__pwned = 'closed'</script><!--",
-    "<svg onload=\"window.__pwned = 'svg'\"></svg>\u2028<iframe src=\"javascript:parent.__pwned = 'frame'\"></iframe>",
+    "<svg onload=\"window.__pwned = 'svg'\"></svg>\u2028"
+    "<iframe src=\"javascript:parent.__pwned = 'frame'\"></iframe>",
 ]
 
 
