@@ -141,10 +141,10 @@ def _check_options(command: EvalCommand) -> None:
 
 
 async def _evaluate(
-    command: EvalCommand, settings: RuntimeSettings, runs: list[list[RunOutcome]]
+    command: EvalCommand, settings: RuntimeSettings, graded: list[list[RunOutcome]]
 ) -> tuple[EvalReport, EvalReport | None]:
     """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's);
-    each side's runs are appended to ``runs`` (this side first) as they are graded."""
+    each side's runs are appended to ``graded`` (this side first) as they are graded."""
     from runner.agentfile import load_agent
     from runner.agentfile.revisions import at_revision, revision_of
     from runner.cli.guard import note_secrets
@@ -181,7 +181,7 @@ async def _evaluate(
             variables=variables,
             assume_yes=command.yes,
             revision=revision,
-            on_outcome=_collecting(runs),
+            on_outcome=_collecting(graded),
         )
 
     try:

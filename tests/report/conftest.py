@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,11 +151,16 @@ def page_data(path: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def invoke(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    """``invoke("sessions", "show", ...)``: the ``runner`` app in process; never a traceback."""
+    """``invoke("sessions", "show", ...)``: the ``runner`` app in process; never a traceback.
+
+    On a thread of its own: the sync Playwright of ``browser`` keeps an event loop running on this
+    one, and the commands run theirs (``asyncio.run``).
+    """
     monkeypatch.setitem(main._state, "debug", False)
 
     def run(*args: str, env: dict[str, str] | None = None) -> Result:
-        result = CliRunner().invoke(main.app, list(args), env=env)
+        with ThreadPoolExecutor(1) as pool:
+            result = pool.submit(CliRunner().invoke, main.app, list(args), env=env).result(timeout=60)
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         assert "Traceback" not in result.output
         return result
