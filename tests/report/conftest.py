@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
