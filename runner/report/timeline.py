@@ -50,6 +50,8 @@ NOTE_EVENTS = frozenset(
         "repeat",
     }
 )
+#: How the result of a call that did not run begins (``session/gate.py``'s decisions).
+_NOT_RUN = ("Denied by", "Not executed", "The user declined")
 #: Note events that mark a problem (drawn in the error colour).
 BAD_EVENTS = frozenset({"error", "limit", "interrupt", "reload_failed", "max_steps", "repeat"})
 
@@ -195,6 +197,8 @@ class _Builder:
             row["s"] = max(row["s"], end - took)
         row["result"] = clip(record.get("content"))
         self.totals["tools"] += 1
+        if row["result"].startswith(_NOT_RUN):  # a hook, a permission rule or the user said no
+            row["denied"] = row["result"].split(":", 1)[0].split(".", 1)[0]
         if record.get("is_error"):
             row["err"] = True
             self.totals["errors"] += 1

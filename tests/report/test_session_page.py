@@ -130,10 +130,14 @@ def test_hooks_reloads_with_their_diff_limits_and_structured_output(
         tr.event(1705, "output", value={"sum": 10}),
         tr.event(1706, "turn_end", turn=2, reason="limit"),
     ]
+    records[6].update(content="Denied by a hook: not on Sundays", is_error=False)  # a tool_pre hook said no
     page = tmp_path / "p.html"
     write_page(page, session_page(tr.write(tmp_path / "s.jsonl", records)))
     opened = open_page(page)
     opened.check_clean()
+    opened.page.locator(".row[data-kind=tool]").nth(1).click()
+    assert "decisionDenied by a hook" in opened.text("#details")
+    assert opened.page.locator(".bar.tool.err").count() == 1
     notes = opened.page.locator(".row[data-kind=note] .label").all_text_contents()
     assert notes == ["reload", "hook: a hook said no", "limit: limits.max_cost_usd reached"]
     opened.page.locator(".row[data-kind=config]").click()

@@ -106,7 +106,8 @@
     lab.title = label(r);
     const track = el("div", "track");
     if (r.k === "model" || r.k === "tool" || r.k === "step") {
-      const cls = "bar " + r.k + (r.err || r.error || (r.status && r.status !== "ok") ? " err" : "") + (r.open ? " open" : "");
+      const bad = r.err || r.error || r.denied || (r.status && r.status !== "ok");
+      const cls = "bar " + r.k + (bad ? " err" : "") + (r.open ? " open" : "");
       track.appendChild(place(el("div", cls), span, start(r), end(r)));
       if (r.k === "model" && r.ft !== undefined) track.appendChild(place(el("div", "bar ft"), span, r.s, r.s + r.ft));
     } else {
@@ -134,6 +135,7 @@
     } else if (r.k === "tool") {
       kv(details, when.concat([["duration", fmtMs(end(r) - start(r))], ["call id", r.id], ["step", r.step],
         ["parallel", r.of > 1 ? (r.par + 1) + " of " + r.of : null], ["error", r.err ? "yes" : null],
+        ["decision", r.denied || null],
         ["result", r.open ? "none: the transcript ends first" : null]]));
       textBlock(details, "Arguments", r.args);
       textBlock(details, "Result", r.result);
@@ -157,7 +159,7 @@
     const bad = problems.checked;
     const shown = ordered.filter(r => {
       if (turn !== null && r.turn !== turn && r.n !== turn) return false;
-      if (bad && !(r.err || r.bad || r.error || r.open || (r.status && r.status !== "ok"))) return false;
+      if (bad && !(r.err || r.bad || r.error || r.open || r.denied || (r.status && r.status !== "ok"))) return false;
       if (needle && !(label(r).toLowerCase().includes(needle) || (r.text || "").toLowerCase().includes(needle) ||
         (r.args || "").toLowerCase().includes(needle) || (r.result || "").toLowerCase().includes(needle))) return false;
       return true;
