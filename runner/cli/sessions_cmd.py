@@ -218,14 +218,34 @@ def _show(session_id: str, *, show_all: bool) -> None:
 
 
 def _newest() -> str:
-    """The id of the newest session (``sessions show`` without an id)."""
+    """The id of the session written to last (``sessions show`` without an id): after a workflow's
+    run, the workflow's own transcript (its steps' sessions end before it does)."""
     from runner.store.transcript import list_transcripts
 
     home = runtime_settings(None).home
     paths = list_transcripts(home)
     if not paths:
         raise ConfigError(f"no sessions under {display_path(str(home))}", hint="runner run AGENT writes one")
-    return paths[-1].stem
+
+    def written(path: Path) -> int:
+        try:
+            return path.stat().st_mtime_ns
+        except OSError:  # removed meanwhile
+            return 0
+
+    times = {path: written(path) for path in paths}
+    last = [path for path in paths if times[path] == max(times.values())]
+    # Written in the same clock tick (a workflow and its last step): the workflow's own transcript.
+    return max(last, key=lambda path: (_is_workflow(path), path.name)).stem
+
+
+def _is_workflow(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as file:
+            header = json.loads(file.readline() or "{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and "workflow" in header
 
 
 def _page(session_id: str, out: Path | None) -> None:

@@ -175,3 +175,45 @@ def test_a_workflow_is_drawn_as_lanes_of_its_steps(
     opened.page.locator(".row[data-kind=step]").nth(2).click()
     assert "down" in opened.text("#details")
     assert_not_blank(opened)
+
+
+TEAM = """version: 1
+agents:
+  writer:
+    model: {{id: openai/writer, api_base: '{base}', retries: 0}}
+  joiner:
+    model: {{id: openai/joiner, api_base: '{base}', retries: 0}}
+workflow:
+  - id: all
+    parallel:
+      - {{id: a, agent: writer, input: "a"}}
+      - {{id: b, agent: writer, input: "b"}}
+  - id: join
+    agent: joiner
+    input: "{{{{ steps.a.output }}}}{{{{ steps.b.output }}}}"
+"""
+
+
+def test_a_real_workflow_run_shown_as_lanes(
+    invoke: Callable[..., Any], scripted_server: Any, open_page: Callable[[Path], Opened], tmp_path: Path
+) -> None:
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        said = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        return {"content": ("joined " if body["model"].endswith("joiner") else "") + said * 2}
+
+    server = scripted_server(answer, repeat=True)
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM.format(base=server.base_url), encoding="utf-8")
+    ran = invoke("run", str(team), "-p", "go")
+    assert ran.exit_code == 0, ran.output
+    page = tmp_path / "workflow.html"
+    assert invoke("sessions", "show", "--html", "-o", str(page)).exit_code == 0  # the newest: the workflow's
+    opened = open_page(page)
+    opened.check_clean()
+    assert opened.text("h1").startswith("Workflow")
+    labels = opened.page.locator(".row[data-kind=step] .label").all_text_contents()
+    assert labels == ["all", "a · all/a (writer)", "b · all/b (writer)", "join (joiner)"]
+    assert "joined aabb" in opened.text("#structured-output")
+    opened.page.locator(".row[data-kind=step]").nth(1).click()
+    assert "aa" in opened.text("#details") and "writer" in opened.text("#details")
+    assert_not_blank(opened)
