@@ -13,16 +13,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench",
         description=(
             "Run the benchmarks one after another: startup, loop, reload, openapi_convert, output, "
-            "answer_check, skills, and mcp_overhead where node is installed (docs: bench/README.md). "
+            "answer_check, skills, report, and mcp_overhead where node is installed (docs: bench/README.md). "
             "Each one also runs alone, with its own options: python -m bench.NAME --help."
         ),
     )
     parser.parse_args(argv)
-    from bench import answer_check, loop, openapi_convert, output, reload, skills, startup
+    from bench import answer_check, loop, openapi_convert, output, reload, report, skills, startup
 
     results = [startup.main([]), loop.main([]), reload.main([]), openapi_convert.main([]), output.main([])]
     results.append(answer_check.main([]))
     results.append(skills.main([]))
+    results.append(report.main([]))
     if shutil.which("node"):
         from bench import mcp_overhead
 

@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"runnable"},
     {"serve", "testing", "api", "batch", "agentdiff", "acp"},
     {"evals"},
+    {"report"},
     {"integrations", "cli"},
     {"__main__"},
 ]

@@ -35,7 +35,7 @@ from runner.errors import ConfigError
 from runner.store.disk import LineFile, check_writable, replace_atomically, storage_error
 from runner.text import utf8, valid_record
 
-__all__ = ["InputIndex", "OutFile"]
+__all__ = ["InputIndex", "OutFile", "read_results"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,3 +224,33 @@ def _ends_with_newline(path: Path) -> bool:
 def _replace(path: Path, lines: Iterable[str], *, fsync: bool) -> None:
     chunks = (line.encode("utf-8", "surrogateescape") for line in lines)
     replace_atomically(path, chunks, what="the batch output", fsync=fsync)
+
+
+def read_results(path: Path) -> tuple[list[ItemResult], list[str]]:
+    """The items of an output file as far as it can be read, and what was skipped (line by line)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ConfigError(f"no batch output file at {path}") from None
+    except OSError as exc:
+        raise storage_error(exc, path, what="the batch output file", verb="read") from None
+    results: list[ItemResult] = []
+    skipped: list[str] = []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            torn = number == len(lines)  # no newline after it: a kill mid-write
+            skipped.append(f"line {number}: " + ("a torn last line (cut mid-write)" if torn else "not JSON"))
+            continue
+        if not isinstance(record, dict) or "id" not in record or "status" not in record:
+            skipped.append(f"line {number}: not a batch result (no id and status)")
+            continue
+        try:
+            results.append(ItemResult.from_record(record))
+        except TypeError:
+            skipped.append(f"line {number}: not a batch result (missing fields)")
+    return results, skipped

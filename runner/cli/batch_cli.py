@@ -76,6 +76,12 @@ def batch(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     rev: RevOption = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", metavar="FILE", help="Then write a page of OUT's items (runner report OUT also)."
+        ),
+    ] = None,
 ) -> None:
     """Run an agent, or a team file's workflow, over many inputs, resumable: one result line per item.
 
@@ -109,4 +115,9 @@ def batch(
         yes=yes,
         json_output=json_output,
     )
-    raise typer.Exit(run_batch_command(command, runtime_settings(None)))
+    code = run_batch_command(command, runtime_settings(None))
+    if html is not None:
+        from runner.cli.report_cli import write_report
+
+        write_report(out, html, kind="batch")
+    raise typer.Exit(code)

@@ -8,7 +8,9 @@ than typer is imported inside the command, so ``runner --help`` stays light.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -39,6 +41,7 @@ class EvalCommand:
     yes: bool = False
     json_output: bool = False
     agent_name: str | None = None
+    html: Path | None = None
 
 
 @app.command("eval")
@@ -71,6 +74,12 @@ def eval_command(
     agent_name: Annotated[
         str | None, typer.Option("--agent", metavar="NAME", help="The agent of a team file to evaluate.")
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", metavar="FILE", help="Also write the report as an HTML page (docs/reports.md)."
+        ),
+    ] = None,
 ) -> None:
     """Run an agent's evals: (or tests:) live, repeated; pass rates with 95% intervals.
 
@@ -91,6 +100,7 @@ def eval_command(
         yes=yes,
         json_output=json_output,
         agent_name=agent_name,
+        html=html,
     )
     raise typer.Exit(run_eval_command(command, runtime_settings(None)))
 
@@ -100,11 +110,14 @@ def run_eval_command(command: EvalCommand, settings: RuntimeSettings) -> int:
     from runner.tools.bounded import run_to_end
 
     _check_options(command)
-    now, before = run_to_end(_evaluate(command, replace(settings, write_transcript=False)))
+    runs: list[list[RunOutcome]] = []
+    now, before = run_to_end(_evaluate(command, replace(settings, write_transcript=False), runs))
     from runner.evals import compare
 
     comparison = compare(now, before) if before is not None else None
     code = exit_code(now, comparison, command.min_pass_rate)
+    if command.html is not None:
+        _write_html(command.html, now, before, comparison, runs)
     if command.json_output:
         payload: dict[str, Any] = now.as_dict()
         if before is not None and comparison is not None:
@@ -127,8 +140,11 @@ def _check_options(command: EvalCommand) -> None:
         raise ConfigError("--min-pass-rate must be between 0 and 1")
 
 
-async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[EvalReport, EvalReport | None]:
-    """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's)."""
+async def _evaluate(
+    command: EvalCommand, settings: RuntimeSettings, graded: list[list[RunOutcome]]
+) -> tuple[EvalReport, EvalReport | None]:
+    """Both sides are an ``AgentConfig`` run the same way, judged by the same judge (this side's);
+    each side's runs are appended to ``graded`` (this side first) as they are graded."""
     from runner.agentfile import load_agent
     from runner.agentfile.revisions import at_revision, revision_of
     from runner.cli.guard import note_secrets
@@ -165,7 +181,7 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
             variables=variables,
             assume_yes=command.yes,
             revision=revision,
-            on_outcome=_progress,
+            on_outcome=_collecting(graded),
         )
 
     try:
@@ -188,6 +204,42 @@ async def _evaluate(command: EvalCommand, settings: RuntimeSettings) -> tuple[Ev
     finally:
         if judge is not None:
             await judge.aclose()
+
+
+def _collecting(runs: list[list[RunOutcome]]) -> Callable[[RunOutcome, int, int], None]:
+    """``_progress`` that also keeps each run (one list per side) for the HTML page's drill-down."""
+    side: list[RunOutcome] = []
+    runs.append(side)
+
+    def on_outcome(outcome: RunOutcome, done: int, total: int) -> None:
+        side.append(outcome)
+        _progress(outcome, done, total)
+
+    return on_outcome
+
+
+def _write_html(
+    path: Path,
+    now: EvalReport,
+    before: EvalReport | None,
+    comparison: Comparison | None,
+    runs: list[list[RunOutcome]],
+) -> None:
+    from runner.cli.report_cli import page_redactor
+    from runner.report import eval_data, eval_page, write_page
+
+    other = None
+    if before is not None and comparison is not None:
+        other = {**before.as_dict(), "comparison": comparison.as_dict()}
+    data = eval_data(
+        now.as_dict(),
+        before=other,
+        runs=runs[0] if runs else None,
+        before_runs=runs[1] if len(runs) > 1 else None,
+    )
+    page = eval_page(data, redactor=page_redactor())
+    write_page(path, page)
+    typer.echo(f"wrote {display_path(str(path))} ({len(page.encode('utf-8')):,} bytes)", err=True)
 
 
 def _progress(outcome: RunOutcome, done: int, total: int) -> None:

@@ -14,7 +14,17 @@ from __future__ import annotations
 import os
 import sys
 
-from runner.cli import acp_cli, agent_cli, audit_cli, batch_cli, diff_cli, eval_cli, run_cli, serve_cli
+from runner.cli import (
+    acp_cli,
+    agent_cli,
+    audit_cli,
+    batch_cli,
+    diff_cli,
+    eval_cli,
+    report_cli,
+    run_cli,
+    serve_cli,
+)
 from runner.cli.app import app
 from runner.cli.common import _state
 from runner.cli.helpfmt import debug_anywhere
@@ -22,7 +32,17 @@ from runner.cli.helpfmt import debug_anywhere
 __all__ = ["app", "main"]
 
 #: The registration modules: importing them added their commands to ``app``.
-COMMAND_MODULES = (agent_cli, run_cli, eval_cli, batch_cli, serve_cli, audit_cli, diff_cli, acp_cli)
+COMMAND_MODULES = (
+    agent_cli,
+    run_cli,
+    eval_cli,
+    batch_cli,
+    serve_cli,
+    audit_cli,
+    diff_cli,
+    acp_cli,
+    report_cli,
+)
 
 
 def main() -> None:

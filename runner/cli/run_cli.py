@@ -156,18 +156,35 @@ def sessions(
             "--rev", metavar="REV", help="list: only sessions whose agent file was at this revision."
         ),
     ] = None,
+    html: Annotated[
+        bool, typer.Option("--html", help="show: write the session's timeline as one HTML page.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="show --html: the page's file (default ./ID.html; - stdout)."
+        ),
+    ] = None,
 ) -> None:
-    """List saved sessions (the newest first, with how each ended), or show one.
+    """List saved sessions (the newest first, with how each ended), or show one (no ID: the newest).
 
     Sessions are kept under RUNNER_HOME (default ./.runner), in sessions/ID.jsonl. show prints
-    which configuration each turn ran under, and what a reload changed.
+    which configuration each turn ran under, and what a reload changed; --html writes a page with
+    its timeline that opens from disk (docs/reports.md).
 
-    Example: runner sessions list --agent weather --rev HEAD~1; runner sessions show 20261201-1305
+    Example: runner sessions list --agent weather --rev HEAD~1; runner sessions show 20261201-1305 --html
     """
     from runner.cli.sessions_cmd import run_sessions
 
     run_sessions(
-        action, session_id, show_all=show_all, agent=agent, rev=rev, limit=None if show_all else limit
+        action,
+        session_id,
+        show_all=show_all,
+        agent=agent,
+        rev=rev,
+        limit=None if show_all else limit,
+        html=html,
+        out=out,
     )
 
 

@@ -1,4 +1,4 @@
-"""``runner sessions list`` / ``runner sessions show ID``: saved transcripts.
+"""``runner sessions list`` / ``runner sessions show [ID] [--html]``: saved transcripts.
 
 ``list`` shows the 20 newest (``--limit N``, ``--all``) and says how many more there are; it filters
 by agent name (``--agent``) and by the revision the agent file was at (``--rev``: resolved to a
@@ -7,7 +7,8 @@ header's ``revision`` names or else the one holding its file, and matched agains
 header recorded). ``show`` prints the header, the messages, the events that matter, and for each
 turn the configuration it ran under: the hash of every file the agent is made of, and, when a
 reload changed it, what changed: ``runner diff``'s comparison (``agentdiff.compare``) of the
-snapshots the transcript recorded.
+snapshots the transcript recorded. ``show --html`` writes the session's timeline page instead
+(``runner.report``); without an id, ``show`` shows the newest session.
 """
 
 from __future__ import annotations
@@ -216,6 +217,53 @@ def _show(session_id: str, *, show_all: bool) -> None:
             typer.echo(f"  ({event}: {json.dumps(data, ensure_ascii=False)[:160]})")
 
 
+def _newest() -> str:
+    """The id of the session written to last (``sessions show`` without an id): after a workflow's
+    run, the workflow's own transcript (its steps' sessions end before it does)."""
+    from runner.store.transcript import list_transcripts
+
+    home = runtime_settings(None).home
+    paths = list_transcripts(home)
+    if not paths:
+        raise ConfigError(f"no sessions under {display_path(str(home))}", hint="runner run AGENT writes one")
+
+    def written(path: Path) -> int:
+        try:
+            return path.stat().st_mtime_ns
+        except OSError:  # removed meanwhile
+            return 0
+
+    times = {path: written(path) for path in paths}
+    last = [path for path in paths if times[path] == max(times.values())]
+    # Written in the same clock tick (a workflow and its last step): the workflow's own transcript.
+    return max(last, key=lambda path: (_is_workflow(path), path.name)).stem
+
+
+def _is_workflow(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as file:
+            header = json.loads(file.readline() or "{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and "workflow" in header
+
+
+def _page(session_id: str, out: Path | None) -> None:
+    """``sessions show --html``: the timeline page, to ``out`` (default ``./ID.html``; ``-`` stdout)."""
+    from runner.cli.report_cli import page_redactor
+    from runner.report import session_page, write_page
+    from runner.store.transcript import find_transcript
+
+    path = find_transcript(runtime_settings(None).home, session_id)
+    page = session_page(path, redactor=page_redactor())
+    if out is not None and str(out) == "-":
+        typer.echo(page, nl=False)
+        return
+    target = out if out is not None else Path(f"{path.stem}.html")
+    write_page(target, page)
+    typer.echo(f"wrote {display_path(str(target))} ({len(page.encode('utf-8')):,} bytes)", err=True)
+
+
 def run_sessions(
     action: str,
     session_id: str | None,
@@ -224,14 +272,22 @@ def run_sessions(
     agent: str | None = None,
     rev: str | None = None,
     limit: int | None = LIST_LIMIT,
+    html: bool = False,
+    out: Path | None = None,
 ) -> None:
-    """``runner sessions list`` (the ``limit`` newest, with a status) / ``runner sessions show ID``."""
-    if action == "list":
+    """``runner sessions list`` (the ``limit`` newest, with a status) / ``runner sessions show [ID]``."""
+    if action == "list" and not html and out is None:
         _list(agent, rev, limit)
         return
-    if action != "show" or not session_id:
+    if action != "show":
         raise ConfigError(
             "usage: runner sessions list [--agent NAME] [--rev REV] [--limit N | --all]"
-            " | runner sessions show ID [--all]"
+            " | runner sessions show [ID] [--all] [--html [-o FILE]]"
         )
-    _show(session_id, show_all=show_all)
+    if out is not None and not html:
+        raise ConfigError("--out is where --html writes the page: give --html too")
+    session_id = session_id or _newest()
+    if html:
+        _page(session_id, out)
+    else:
+        _show(session_id, show_all=show_all)

@@ -12,6 +12,7 @@ A ``Turn`` is also the ``TurnAccess`` the ``prompt`` mode's selector uses.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -111,6 +112,9 @@ class Turn:
         self.pending: list[ToolCall] = []
         self.calls: StepCalls | None = None
         self.client_calls: list[ToolCall] = []
+        #: When the step's model call began, and seconds to its first streamed piece (the page's timeline).
+        self._call_began = self._call_seconds = 0.0
+        self._first_token: float | None = None
         self._client_names = session.client_names
         self.answers = TurnAnswers(self)  # the structured answer, under ``output:``
         self._text = AnswerDraft if session.output_plan is not None else TextChunk
@@ -225,8 +229,10 @@ class Turn:
         eager = not session.hooks.has("generation_post")
         started: dict[str, asyncio.Task[GateResult]] = {}
         streamed: list[str] = []
+        self._call_began, self._first_token = time.monotonic(), None
         try:
             reply = await self._generate_planned(reader, started if eager else None, streamed)
+            self._call_seconds = time.monotonic() - self._call_began
         except BaseException:
             for task in started.values():
                 task.cancel()
@@ -251,7 +257,12 @@ class Turn:
             stop = session.hooks.apply("generation_post", outcome)
             if stop is not None:
                 end = EndTurn("hook", stop.reason)
-        extra: dict[str, Any] = {"usage": reply.usage.as_dict()}
+        extra: dict[str, Any] = {
+            "usage": reply.usage.as_dict(),
+            "duration_s": round(self._call_seconds, 4),
+        }
+        if self._first_token is not None:
+            extra["first_token_s"] = round(self._first_token, 4)
         if reply.reasoning:
             extra["reasoning"] = reply.reasoning
         self.conversation.append(message, **extra)
@@ -343,6 +354,8 @@ class Turn:
         calls = self.calls
         assert calls is not None
         async for event in events:
+            if self._first_token is None and not isinstance(event, Completed):
+                self._first_token = time.monotonic() - self._call_began
             if isinstance(event, TextDelta):
                 streamed.append(event.text)
                 session.sink(self._text(event.text))

@@ -45,6 +45,7 @@ __all__ = [
     "new_session_id",
     "now_iso",
     "read_transcript",
+    "read_what_can_be_read",
     "sessions_dir",
 ]
 
@@ -355,6 +356,61 @@ def read_transcript(path: Path) -> Transcript:
     if not records or records[0].get("type") != "header":
         raise RunnerError(f"{path}: not a runner transcript (no header line)")
     return Transcript(path, records[0], records[1:])
+
+
+_UNREADABLE = object()
+
+
+def _parsed(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return _UNREADABLE
+
+
+def read_what_can_be_read(path: Path) -> tuple[Transcript, list[str]]:
+    """A transcript read as far as it goes, and what was skipped (for pages that show what they can).
+
+    Unlike ``read_transcript``, a corrupt line in the middle, a line that is not a record, a missing
+    header or another format version are not errors: each is skipped (or taken as it is) and named.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunnerError(f"no transcript at {path}") from None
+    except OSError as exc:
+        raise storage_error(exc, path, what="the transcript") from None
+    skipped: list[str] = []
+    records: list[dict[str, Any]] = []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    torn = bool(lines and lines[-1].strip())  # no newline after the last line: a write cut short
+    numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    try:  # every line at once (a long session reads in a fraction of the time); else line by line
+        parsed: list[Any] = json.loads("[" + ",".join(line for _, line in numbered) + "]")
+    except (ValueError, RecursionError):
+        parsed = [_parsed(line) for _, line in numbered]
+    if len(parsed) != len(numbered):  # a line held two values (``1,2``): read them one by one
+        parsed = [_parsed(line) for _, line in numbered]
+    for (number, _), record in zip(numbered, parsed, strict=True):
+        if record is _UNREADABLE:
+            last = torn and number == len(lines)
+            skipped.append(f"line {number}: " + ("a torn last line (cut mid-write)" if last else "not JSON"))
+            continue
+        if not isinstance(record, dict) or record.get("type") not in ("header", "message", "event"):
+            skipped.append(f"line {number}: not a transcript record")
+            continue
+        records.append(record)
+    header: dict[str, Any] = {}
+    if records and records[0].get("type") == "header":
+        header = records.pop(0)
+        if header.get("format", 1) != 1:
+            skipped.append(
+                f"header: format {header.get('format')!r} (this runner reads format 1; shown as is)"
+            )
+    else:
+        skipped.append("no header line: a partial file or not a runner transcript")
+    return Transcript(path, header, records), skipped
 
 
 def sessions_dir(home: Path) -> Path:
