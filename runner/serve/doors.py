@@ -8,33 +8,20 @@ decides by itself what a model name runs.
 
 ``open_doors`` lists them in the order their routes are tried. A door module exports
 ``door(state) -> Door`` and is imported here only, so ``app.py`` knows no protocol but its own.
+``Door`` is defined in ``state.py`` (re-exported here), so a door module imports it without
+importing this module back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-
-from starlette.routing import BaseRoute
-
-from runner.serve.state import ServeState
+from runner.serve.responses import door as responses_door
+from runner.serve.state import Door, ServeState
 
 __all__ = ["Door", "open_doors"]
-
-
-@dataclass(frozen=True)
-class Door:
-    """One protocol's routes and, optionally, what must run while the server does."""
-
-    name: str
-    routes: Sequence[BaseRoute] = ()
-    lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
-    #: the paths it answers, for the startup banner and docs/architecture.md's door table
-    paths: Sequence[str] = field(default=())
 
 
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
     doors: list[Door] = []
+    doors.append(responses_door(state))
     return doors

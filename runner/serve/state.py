@@ -7,9 +7,10 @@ endpoint makes), the body limits, and the runs in flight (shutdown cancels what 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runner.serve.engine import RequestRun
 from runner.serve.guard import is_loopback
@@ -17,7 +18,17 @@ from runner.serve.protocol import ApiError
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES
 
-__all__ = ["DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "Caller", "ServeState", "ignore_report"]
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "Caller",
+    "Door",
+    "ServeState",
+    "ignore_report",
+]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT_S = 30.0
@@ -36,6 +47,17 @@ class Caller(Protocol):
 class Address(Protocol):
     @property
     def host(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Door:
+    """One protocol's routes and, optionally, what must run while the server does."""
+
+    name: str
+    routes: Sequence[BaseRoute] = ()
+    lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
+    #: the paths it answers, for the startup banner and docs/architecture.md's door table
+    paths: Sequence[str] = field(default=())
 
 
 def ignore_report(line: str) -> None:
