@@ -242,7 +242,8 @@ class ResponseBuilder:
             response["runner"] = runner
         if end.error is not None:
             response["status"] = "failed"
-            response["error"] = {"code": end.error.code or "server_error", "message": end.error.message}
+            # the API's error codes are a closed list: ours (model_error, ...) is in the error event
+            response["error"] = {"code": "server_error", "message": end.error.message}
             error = self._event(
                 "error", code=end.error.code, message=end.error.message, param=end.error.param
             )
