@@ -29,7 +29,7 @@ from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
 from runner.serve.responses.events import ResponseBuilder, encode_event, new_id
-from runner.serve.responses.items import ResponsesRequest, parse_responses_request
+from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
 from runner.serve.responses.listing import input_items_page, stored_items
 from runner.serve.responses.store import (
     ResponseNotFound,
@@ -180,10 +180,13 @@ class ResponsesDoor:
         key = self.state.authorize(request)
         parsed, history, prior = await self._read(request, key)
         state = self.state
-        run = open_request_run(
-            state.catalog, parsed.chat, history, report=state.report, tool_details=state.tool_details
-        )
-        await run.start()
+        try:
+            run = open_request_run(
+                state.catalog, parsed.chat, history, report=state.report, tool_details=state.tool_details
+            )
+            await run.start()
+        except ApiError as error:  # a conflict with the agent's output schema, a tool source down
+            raise in_responses_terms(error) from None
         state.track(run)
         builder = ResponseBuilder(
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces

@@ -22,7 +22,7 @@ from typing import Any
 
 from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
 
-__all__ = ["ResponsesRequest", "input_messages", "parse_responses_request"]
+__all__ = ["ResponsesRequest", "in_responses_terms", "input_messages", "parse_responses_request"]
 
 log = logging.getLogger("runner.serve")
 
@@ -297,7 +297,7 @@ def _response_format(text: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
     return text, {"type": fmt["type"]}
 
 
-def _renamed(error: ApiError) -> ApiError:
+def in_responses_terms(error: ApiError) -> ApiError:
     """A chat validator's error in this door's words (``response_format`` is ``text.format``)."""
 
     def rename(value: str) -> str:
@@ -309,7 +309,9 @@ def _renamed(error: ApiError) -> ApiError:
         )
 
     param = rename(error.param) if error.param else error.param
-    return ApiError(error.status, rename(error.message), type=error.type, param=param, code=error.code)
+    renamed = ApiError(error.status, rename(error.message), type=error.type, param=param, code=error.code)
+    renamed.retry = error.retry
+    return renamed
 
 
 def _flag(body: dict[str, Any], key: str, default: bool) -> bool:
@@ -375,7 +377,7 @@ def parse_responses_request(
     try:
         chat = parse_chat_request(chat_body)
     except ApiError as error:
-        raise _renamed(error) from None
+        raise in_responses_terms(error) from None
     previous = body.get("previous_response_id")
     echo = {key: body.get(key) for key in IGNORED if key in body}
     return ResponsesRequest(
