@@ -26,7 +26,7 @@ import uuid
 from typing import Any
 
 from runner.models.base import ToolCall, Usage
-from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, ToolBlock
+from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, ToolBlock, ToolRunning
 from runner.serve.sse import ContentBuilder
 from runner.text import utf8
 
@@ -191,6 +191,8 @@ class ResponseBuilder:
                     "response.reasoning_summary_text.delta", **where, summary_index=0, delta=piece.text
                 ),
             ]
+        if isinstance(piece, ToolRunning):
+            return self._close()  # the text before a tool step is complete
         if isinstance(piece, ToolBlock):
             self.chat_content.append(self.content.content(piece))
             events = self._close()
