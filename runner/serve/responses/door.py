@@ -43,6 +43,8 @@ __all__ = ["door"]
 
 #: Bodies up to this size are decoded on the event loop (as the chat door does).
 _INLINE_DECODE_BYTES = 64 * 1024
+#: Conversations up to this many messages are stored on the event loop (well under a millisecond).
+_INLINE_MESSAGES = 50
 
 
 def _not_found(error: ResponseNotFound, param: str | None = None) -> ApiError:
@@ -118,7 +120,7 @@ class ResponsesDoor:
                 prepare_wire(parsed.chat.output)
             return parsed, history
 
-        small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < 50
+        small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < _INLINE_MESSAGES
         parsed, history = parse() if small else await anyio.to_thread.run_sync(parse)
         return parsed, history, prior
 
@@ -174,7 +176,10 @@ class ResponsesDoor:
             session_id=end.outcome.session_id if end.outcome is not None else None,
             owner=owner_tag(key),
         )
-        await anyio.to_thread.run_sync(self.store.save, stored)
+        if len(stored.messages) < _INLINE_MESSAGES:  # a small file: a thread hand-off costs more
+            self.store.save(stored)
+        else:
+            await anyio.to_thread.run_sync(self.store.save, stored)
 
     async def create(self, request: Request) -> Response:
         key = self.state.authorize(request)

@@ -68,6 +68,7 @@ class ResponseStore:
 
     def __init__(self, home: Path) -> None:
         self.folder = home / "serve" / "responses"
+        self._made = False
 
     def _path(self, response_id: str) -> Path | None:
         return self.folder / f"{response_id}.json" if _ID.fullmatch(response_id) else None
@@ -76,10 +77,12 @@ class ResponseStore:
         """Write ``stored`` (atomically); ``StorageError`` when the disk refuses."""
         path = self._path(stored.response["id"])
         assert path is not None
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
+        if not self._made:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
+            self._made = True
         data = json.dumps(stored.record(), ensure_ascii=False, separators=(",", ":"))
         replace_atomically(path, [data.encode("utf-8", "replace")], what="the stored response")
 
