@@ -86,3 +86,13 @@ def test_stream_helper_gives_the_final_response(hello: Any) -> None:
         final = stream.get_final_response()
     assert "".join(deltas) == "Hello there." == final.output_text
     assert final.usage is not None and final.usage.total_tokens == 15
+
+
+def test_an_image_part_reaches_the_model_as_an_image(hello: Any) -> None:
+    client = hello.openai()
+    url = "data:image/png;base64,iVBORw0KGgo="
+    content = [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url}]
+    response = client.responses.create(model="greeter", input=[{"role": "user", "content": content}])
+    assert response.output_text == "Hello there."
+    (user,) = [m for m in hello.model_server.requests[-1]["messages"] if m["role"] == "user"]
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": url, "detail": "auto"}}
