@@ -180,3 +180,22 @@ def test_tool_choice_forcing_a_hosted_tool_is_a_400(weather: Any) -> None:
     assert caught.value.body["param"] == "tool_choice"
     assert "web_search" in caught.value.body["message"]
     assert weather.model_server.requests == []
+
+
+def test_tool_choice_forcing_a_function_answers_with_one_call_of_it(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted([{"content": json.dumps({"city": "Lima"})}])
+    agent_files.write("plain", server)
+    client = serve_app([agent_files.root]).openai()
+    forced = {"type": "function", "name": "get_weather"}
+    response = client.responses.create(
+        model="plain", input="Pick a city.", tools=[WEATHER], tool_choice=forced
+    )
+    (call,) = response.output
+    assert (call.type, call.name, json.loads(call.arguments)) == (
+        "function_call",
+        "get_weather",
+        {"city": "Lima"},
+    )
+    assert response.tool_choice.name == "get_weather"
