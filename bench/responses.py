@@ -24,6 +24,7 @@ import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -86,12 +87,16 @@ async def chain(client: httpx.AsyncClient, url: str, turns: int) -> str:
     return previous
 
 
-async def concurrent(client: httpx.AsyncClient, url: str, kind: str, clients: int) -> tuple[list[float], int]:
+async def concurrent(
+    client: httpx.AsyncClient, url: str, kind: str, clients: int, **extra: Any
+) -> tuple[list[float], int]:
     """First bytes of ``clients`` streamed requests sent at once; how many failed."""
     results = await asyncio.gather(
-        *(first_byte(client, url, kind) for _ in range(clients)), return_exceptions=True
+        *(first_byte(client, url, kind, **extra) for _ in range(clients)), return_exceptions=True
     )
     times = [r for r in results if isinstance(r, float)]
+    for failure in [r for r in results if not isinstance(r, float)][:3]:
+        print(f"{kind}: {type(failure).__name__}: {str(failure)[:300]}", file=sys.stderr)
     return times, len(results) - len(times)
 
 
@@ -100,7 +105,7 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
     samples: dict[str, list[float]] = {
         k: [] for k in ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep")
     }
-    wide: dict[str, list[float]] = {"chat": [], "responses": []}
+    wide: dict[str, list[float]] = {"chat": [], "responses": [], "unstored": []}
     errors = 0
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         for kind in ("chat", "responses", "chat", "responses"):  # warm-up
@@ -119,8 +124,10 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
                 (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
             )
         for _ in range(runs):
-            for kind in ("chat", "responses"):
-                times, failed = await concurrent(client, url, kind, clients)
+            for kind, extra in (("chat", {}), ("responses", {}), ("unstored", {"store": False})):
+                times, failed = await concurrent(
+                    client, url, kind.replace("unstored", "responses"), clients, **extra
+                )
                 wide[kind].extend(times)
                 errors += failed
     medians = {key: statistics.median(values) * 1000 for key, values in samples.items()}
@@ -145,12 +152,17 @@ def main(argv: list[str]) -> int:
     scripted, scripted_url = start_scripted(1)
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_runner(Path(tmp), scripted_url, limits=f"max_turns: {args.deep + 100}")
+        log: list[str] = []  # its access lines, read as they come (a full pipe would stall the server)
+        assert process.stderr is not None
+        threading.Thread(target=lambda: log.extend(process.stderr or ()), daemon=True).start()
         try:
             result = asyncio.run(measure(url, runs=args.runs, clients=args.clients, deep=args.deep))
         finally:
             process.terminate()
             process.wait(timeout=15)
             scripted.communicate(timeout=15)
+    for line in [line for line in log if " 200 " not in line][:5]:
+        print("server:", line.rstrip(), file=sys.stderr)
     m, p50 = result["medians"], result["p50"]
     fb, w, c = m["fb_resp"] / m["fb_chat"], m["w_resp"] / m["w_chat"], m["c_deep"] / m["c_2"]
     wide = p50["responses"] / p50["chat"]
@@ -164,6 +176,8 @@ def main(argv: list[str]) -> int:
         f"{c:.2f}x  {verdict(c, 1.2)}",
         f"{args.clients} concurrent streams   p50 first byte chat {p50['chat']:6.1f} ms  responses "
         f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
+        f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
+        f"{p50['unstored'] / p50['chat']:.2f}x",
     ]
     print("\n".join(lines))
     print(json.dumps({"medians_ms": m, "p50_ms": p50, "errors": result["errors"]}), file=sys.stderr)

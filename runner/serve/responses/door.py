@@ -28,7 +28,7 @@ from runner.serve.history import ChatHistory, parse_conversation
 from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
-from runner.serve.responses.events import ResponseBuilder, encode_event, new_id
+from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
 from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
 from runner.serve.responses.listing import input_items_page, stored_items
 from runner.serve.responses.store import (
@@ -232,16 +232,15 @@ class ResponsesDoor:
         key: str | None,
     ) -> AsyncIterator[bytes]:
         try:
-            for event in builder.start():
-                yield encode_event(event)
+            yield encode_events(builder.start())
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
                     await self._commit(builder, parsed, prior, key, piece)
                 else:
                     events = builder.feed(piece)
-                for event in events:
-                    yield encode_event(event)
+                if events:
+                    yield encode_events(events)
         finally:
             if not run.delivered:  # the client went away: stop the agent, store nothing
                 run.cancel()

@@ -30,7 +30,7 @@ from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, Tool
 from runner.serve.sse import ContentBuilder
 from runner.text import utf8
 
-__all__ = ["ResponseBuilder", "encode_event", "new_id", "usage_object"]
+__all__ = ["ResponseBuilder", "encode_event", "encode_events", "new_id", "usage_object"]
 
 
 def new_id(prefix: str) -> str:
@@ -42,6 +42,11 @@ def encode_event(event: dict[str, Any]) -> bytes:
     """One server-sent event, named by its ``type`` as the API sends them."""
     data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
     return b"event: " + event["type"].encode() + b"\ndata: " + utf8(data) + b"\n\n"
+
+
+def encode_events(events: list[dict[str, Any]]) -> bytes:
+    """Events made together, as one write (fewer sends when a piece opens or closes an item)."""
+    return b"".join(encode_event(event) for event in events)
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:
@@ -77,7 +82,8 @@ class ResponseBuilder:
         return event
 
     def _snapshot(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self.response))
+        """The response as it is now (items are changed in place later; their parts are replaced)."""
+        return {**self.response, "output": [dict(item) for item in self.output]}
 
     def start(self) -> list[dict[str, Any]]:
         """``response.created`` and ``response.in_progress``."""
@@ -91,9 +97,7 @@ class ResponseBuilder:
     def _add(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         self.output.append(item)
         index = len(self.output) - 1
-        return [
-            self._event("response.output_item.added", output_index=index, item=json.loads(json.dumps(item)))
-        ]
+        return [self._event("response.output_item.added", output_index=index, item=dict(item))]
 
     def _done(self, item: dict[str, Any]) -> dict[str, Any]:
         item["status"] = "completed"
