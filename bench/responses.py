@@ -102,9 +102,8 @@ async def concurrent(
 
 async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
-    samples: dict[str, list[float]] = {
-        k: [] for k in ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep")
-    }
+    keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
+    samples: dict[str, list[float]] = {k: [] for k in keys}
     wide: dict[str, list[float]] = {"chat": [], "responses": [], "unstored": []}
     errors = 0
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
@@ -112,6 +111,11 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
             await first_byte(client, url, kind)
             await whole(client, url, kind)
         shallow, deep_id = await chain(client, url, 2), await chain(client, url, deep)
+        turn = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "Done after 0 additions."},
+        ]
+        resent = {"messages": turn * deep + turn[:1]}  # the same conversation, resent to chat
         for _ in range(runs * 10):
             samples["fb_chat"].append(await first_byte(client, url, "chat"))
             samples["fb_resp"].append(await first_byte(client, url, "responses"))
@@ -123,6 +127,7 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
             samples["c_deep"].append(
                 (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
             )
+            samples["chat_deep"].append((await whole(client, url, "chat", **resent))[0])
         for _ in range(runs):
             for kind, extra in (("chat", {}), ("responses", {}), ("unstored", {"store": False})):
                 times, failed = await concurrent(
@@ -174,6 +179,8 @@ def main(argv: list[str]) -> int:
         f"{w:.2f}x  {verdict(w, 1.1)}",
         f"continue after 2 / {args.deep:<4}    {m['c_2']:6.2f} ms  / {m['c_deep']:6.2f} ms  "
         f"{c:.2f}x  {verdict(c, 1.2)}",
+        f"  chat with those {args.deep} turns resent       {m['chat_deep']:6.2f} ms  "
+        f"(responses {m['c_deep'] / m['chat_deep']:.2f}x of it)",
         f"{args.clients} concurrent streams   p50 first byte chat {p50['chat']:6.1f} ms  responses "
         f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
         f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
