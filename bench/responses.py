@@ -101,7 +101,11 @@ async def concurrent(
 
 
 async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
+    # idle connections are dropped well before the server's keep-alive timeout (5 s), so no request
+    # goes out on a connection the server is closing (a ReadError that says nothing of the server)
+    limits = httpx.Limits(
+        max_connections=clients * 2, max_keepalive_connections=clients * 2, keepalive_expiry=1.0
+    )
     keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
     samples: dict[str, list[float]] = {k: [] for k in keys}
     wide: dict[str, list[float]] = {"chat": [], "responses": [], "unstored": []}

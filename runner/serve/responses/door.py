@@ -43,7 +43,7 @@ __all__ = ["door"]
 
 #: Bodies up to this size are decoded on the event loop (as the chat door does).
 _INLINE_DECODE_BYTES = 64 * 1024
-#: Conversations up to this many messages are stored on the event loop (well under a millisecond).
+#: Conversations up to this many messages are parsed on the event loop (well under a millisecond).
 _INLINE_MESSAGES = 50
 
 
@@ -176,10 +176,9 @@ class ResponsesDoor:
             session_id=end.outcome.session_id if end.outcome is not None else None,
             owner=owner_tag(key),
         )
-        if len(stored.messages) < _INLINE_MESSAGES:  # a small file: a thread hand-off costs more
-            self.store.save(stored)
-        else:
-            await anyio.to_thread.run_sync(self.store.save, stored)
+        # in a worker thread: under load a file system call can take milliseconds, and the event
+        # loop keeps every other stream going meanwhile
+        await anyio.to_thread.run_sync(self.store.save, stored)
 
     async def create(self, request: Request) -> Response:
         key = self.state.authorize(request)
