@@ -127,11 +127,12 @@ async def runner_run(base_url: str, sessions: int, steps: int) -> tuple[float, l
         return time.perf_counter() - start, ttfb, errors
 
 
-def start_runner(folder: Path, base_url: str) -> tuple[subprocess.Popen[str], str]:
+def start_runner(folder: Path, base_url: str, *, limits: str = "") -> tuple[subprocess.Popen[str], str]:
     """``runner serve`` on a free port; the process and its base URL.
 
     The agent has an MCP stdio source besides its Python tool (PyPI's ``mcp-server-time``): the
-    server must start it once for the agent's runtime, not once per request.
+    server must start it once for the agent's runtime, not once per request. ``limits``: more
+    lines of the agent's ``limits:`` (``max_turns: 1000``).
     """
     (folder / "bench_serve_tools.py").write_text(ADD_TOOL_MODULE)
     time_server = Path(sys.executable).parent / "mcp-server-time"
@@ -141,7 +142,7 @@ def start_runner(folder: Path, base_url: str) -> tuple[subprocess.Popen[str], st
         "  retries: 0\nprompts:\n  system: You add.\n"
         "tools:\n  - python: bench_serve_tools\n"
         f"  - mcp: {{command: {time_server}}}\n    id: clock\n"
-        "limits:\n  max_steps: 50\n"
+        "limits:\n  max_steps: 50\n" + "".join(f"  {line}\n" for line in limits.splitlines())
     )
     env = {**os.environ, "RUNNER_HOME": str(folder / "home")}
     env.pop("RUNNER_SERVE_API_KEYS", None)

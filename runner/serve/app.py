@@ -41,7 +41,7 @@ from runner.serve.doors import open_doors
 from runner.serve.engine import RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
-from runner.serve.http import JSON, disconnected, is_json, read_body
+from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.outward import outward
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
@@ -91,20 +91,10 @@ async def _stream(run: RequestRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
 
 
 async def _complete(request: Request, run: RequestRun, model: str) -> Response:
-    collect = asyncio.create_task(collect_completion(run.pieces(), model=model))
-    gone = asyncio.create_task(disconnected(request.receive))
-    try:
-        done, _ = await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-        if not collect.done():
-            collect.cancel()
-            run.cancel()
-            with anyio.CancelScope(shield=True):
-                await run.wait_closed()
-    if collect not in done:
+    body = await unless_disconnected(request.receive, run, collect_completion(run.pieces(), model=model))
+    if body is None:
         return Response(status_code=499)  # nobody is there to read it
-    return JSON(collect.result())
+    return JSON(body)
 
 
 def _request_run(
@@ -175,13 +165,7 @@ def create_app(
 
     async def chat_completions(request: Request) -> Response:
         authorize(request)
-        content_type = request.headers.get("content-type", "")
-        if not is_json(content_type):
-            raise ApiError(
-                415,
-                f"the request body must be application/json, not '{content_type[:100] or 'none'}'",
-                code="unsupported_media_type",
-            )
+        require_json(request)
         raw = await read_body(request, state.max_body_bytes, state.body_timeout_s)
         if len(raw) <= _INLINE_DECODE_BYTES:  # microseconds: a thread hand-off would cost more
             chat, history = read_chat(raw, max_messages=state.max_messages)

@@ -8,6 +8,8 @@ decides by itself what a model name runs.
 
 ``open_doors`` lists them in the order their routes are tried. A door module exports
 ``door(state) -> Door`` and is imported here only, so ``app.py`` knows no protocol but its own.
+``Door`` is defined in ``door_spec.py`` (re-exported here), so a door module imports it without
+importing this module back.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ __all__ = ["Door", "open_doors"]
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
     from runner.serve.a2a.door import door as a2a_door
+    from runner.serve.responses import door as responses_door
 
     doors: list[Door] = []
+    doors.append(responses_door(state))
     doors.append(a2a_door(state))
     return doors

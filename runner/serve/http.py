@@ -2,15 +2,18 @@
 
 ``JSON`` (a response that is valid UTF-8 whatever its strings hold), ``is_json`` (a ``Content-Type``
 check), ``read_body`` (the body within the size limit, 413, and the time limit, 408) and
-``disconnected`` (returns when the client hangs up).
+``disconnected`` (returns when the client hangs up) and ``unless_disconnected`` (a whole answer that
+the client's going away cancels, with its run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, Protocol, TypeVar
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive
@@ -18,7 +21,18 @@ from starlette.types import Receive
 from runner.serve.protocol import ApiError
 from runner.text import utf8
 
-__all__ = ["JSON", "disconnected", "is_json", "read_body"]
+__all__ = ["JSON", "disconnected", "is_json", "read_body", "require_json", "unless_disconnected"]
+
+T = TypeVar("T")
+
+
+class Cancellable(Protocol):
+    """What ``unless_disconnected`` stops (a ``RequestRun``)."""
+
+    def cancel(self) -> None: ...
+
+    async def wait_closed(self, timeout_s: float = ...) -> bool: ...
+
 
 #: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
 _DRAIN_BYTES = 64 * 1024 * 1024
@@ -29,6 +43,18 @@ class JSON(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return utf8(json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+
+
+def require_json(request: Request) -> None:
+    """Refuse a body that is not ``application/json`` (415: a web page cannot send one without a
+    CORS preflight)."""
+    content_type = request.headers.get("content-type", "")
+    if not is_json(content_type):
+        raise ApiError(
+            415,
+            f"the request body must be application/json, not '{content_type[:100] or 'none'}'",
+            code="unsupported_media_type",
+        )
 
 
 def is_json(content_type: str) -> bool:
@@ -74,3 +100,24 @@ async def disconnected(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+async def unless_disconnected(
+    receive: Receive, run: Cancellable, collect: Coroutine[Any, Any, T]
+) -> T | None:
+    """``collect``'s result, or None when the client hung up first (then ``run`` is cancelled and
+    waited for: its tools are released before the request ends)."""
+    task = asyncio.ensure_future(collect)
+    gone = asyncio.ensure_future(disconnected(receive))
+    try:
+        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():
+            task.cancel()
+            run.cancel()
+            with anyio.CancelScope(shield=True):
+                await run.wait_closed()
+    if task not in done:
+        return None
+    return task.result()

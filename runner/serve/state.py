@@ -17,7 +17,13 @@ from runner.serve.protocol import ApiError
 from runner.serve.reload import CatalogHolder
 from runner.serve.request import DEFAULT_MAX_MESSAGES
 
-__all__ = ["DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "Caller", "ServeState", "ignore_report"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "Caller",
+    "ServeState",
+    "ignore_report",
+]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT_S = 30.0

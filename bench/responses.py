@@ -1,0 +1,199 @@
+"""``/v1/responses`` against ``/v1/chat/completions`` on one ``runner serve`` (issue 25).
+
+The same agent (the one ``bench.serve`` serves: a Python tool and an MCP stdio source, transcripts
+on) on the same scripted server (a process of its own, answering at once), requests interleaved so
+both endpoints see the same machine:
+
+- **first byte, streamed**: median time to the first byte of a streamed answer, one request at a
+  time (target: Responses within 1.1x of chat);
+- **whole answer**: median time of a request without streaming (target: within 1.1x);
+- **continuing**: median time of a request continuing by ``previous_response_id`` a chain 200
+  turns deep against one 2 turns deep (``store: false``, so the chains stay as they are; target:
+  within 1.2x — the state at a response is one file, the chain is never replayed);
+- **64 concurrent streaming clients** on each endpoint: errors (must be 0) and the p50 first byte
+  (target: Responses within 1.2x of chat).
+
+Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.serve import percentile, start_runner, start_scripted
+
+CHAT = {"model": "bench", "messages": [{"role": "user", "content": "go"}]}
+RESPONSES = {"model": "bench", "input": "go"}
+
+
+def _body(kind: str, stream: bool, **extra: Any) -> tuple[str, dict[str, Any]]:
+    if kind == "chat":
+        return "/chat/completions", {**CHAT, "stream": stream, **extra}
+    return "/responses", {**RESPONSES, "stream": stream, **extra}
+
+
+def _complete(kind: str, data: bytes) -> bool:
+    if kind == "chat":
+        return data.rstrip().endswith(b"data: [DONE]")
+    return b"event: response.completed" in data
+
+
+async def first_byte(client: httpx.AsyncClient, url: str, kind: str, **extra: Any) -> float:
+    """Seconds to the first byte of one streamed answer (read to its end)."""
+    path, body = _body(kind, True, **extra)
+    sent = time.perf_counter()
+    first = 0.0
+    data = b""
+    async with client.stream("POST", url + path, json=body) as response:
+        async for chunk in response.aiter_raw():
+            if not data:
+                first = time.perf_counter() - sent
+            data += chunk
+    if response.status_code != 200 or not _complete(kind, data):
+        raise RuntimeError(f"{kind}: {response.status_code} {data[-300:]!r}")
+    return first
+
+
+async def whole(client: httpx.AsyncClient, url: str, kind: str, **extra: Any) -> tuple[float, dict[str, Any]]:
+    """Seconds for one answer without streaming, and its body."""
+    path, body = _body(kind, False, **extra)
+    sent = time.perf_counter()
+    response = await client.post(url + path, json=body)
+    elapsed = time.perf_counter() - sent
+    if response.status_code != 200:
+        raise RuntimeError(f"{kind}: {response.status_code} {response.text[:300]}")
+    return elapsed, response.json()
+
+
+async def chain(client: httpx.AsyncClient, url: str, turns: int) -> str:
+    """A stored conversation ``turns`` responses deep; its last id."""
+    previous: str | None = None
+    for _ in range(turns):
+        extra = {"previous_response_id": previous} if previous else {}
+        _, body = await whole(client, url, "responses", **extra)
+        previous = body["id"]
+    assert previous is not None
+    return previous
+
+
+async def concurrent(
+    client: httpx.AsyncClient, url: str, kind: str, clients: int, **extra: Any
+) -> tuple[list[float], int]:
+    """First bytes of ``clients`` streamed requests sent at once; how many failed."""
+    results = await asyncio.gather(
+        *(first_byte(client, url, kind, **extra) for _ in range(clients)), return_exceptions=True
+    )
+    times = [r for r in results if isinstance(r, float)]
+    for failure in [r for r in results if not isinstance(r, float)][:3]:
+        print(f"{kind}: {type(failure).__name__}: {str(failure)[:300]}", file=sys.stderr)
+    return times, len(results) - len(times)
+
+
+async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, Any]:
+    # idle connections are dropped well before the server's keep-alive timeout (5 s), so no request
+    # goes out on a connection the server is closing (a ReadError that says nothing of the server)
+    limits = httpx.Limits(
+        max_connections=clients * 2, max_keepalive_connections=clients * 2, keepalive_expiry=1.0
+    )
+    keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    wide: dict[str, list[float]] = {"chat": [], "responses": [], "unstored": []}
+    errors = 0
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        for kind in ("chat", "responses", "chat", "responses"):  # warm-up
+            await first_byte(client, url, kind)
+            await whole(client, url, kind)
+        shallow, deep_id = await chain(client, url, 2), await chain(client, url, deep)
+        turn = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "Done after 0 additions."},
+        ]
+        resent = {"messages": turn * deep + turn[:1]}  # the same conversation, resent to chat
+        for _ in range(runs * 10):
+            samples["fb_chat"].append(await first_byte(client, url, "chat"))
+            samples["fb_resp"].append(await first_byte(client, url, "responses"))
+            samples["w_chat"].append((await whole(client, url, "chat"))[0])
+            samples["w_resp"].append((await whole(client, url, "responses"))[0])
+            samples["c_2"].append(
+                (await whole(client, url, "responses", previous_response_id=shallow, store=False))[0]
+            )
+            samples["c_deep"].append(
+                (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
+            )
+            samples["chat_deep"].append((await whole(client, url, "chat", **resent))[0])
+        for _ in range(runs):
+            for kind, extra in (("chat", {}), ("responses", {}), ("unstored", {"store": False})):
+                times, failed = await concurrent(
+                    client, url, kind.replace("unstored", "responses"), clients, **extra
+                )
+                wide[kind].extend(times)
+                errors += failed
+    medians = {key: statistics.median(values) * 1000 for key, values in samples.items()}
+    return {
+        "medians": medians,
+        "p50": {kind: percentile(values, 0.5) * 1000 for kind, values in wide.items()},
+        "errors": errors,
+    }
+
+
+def verdict(ratio: float, target: float) -> str:
+    return "ok" if ratio <= target else f"over {target}x"
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark; 0 when every request succeeded."""
+    parser = argparse.ArgumentParser(prog="python -m bench.responses")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--deep", type=int, default=200)
+    args = parser.parse_args(argv)
+    scripted, scripted_url = start_scripted(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        process, url = start_runner(Path(tmp), scripted_url, limits=f"max_turns: {args.deep + 100}")
+        log: list[str] = []  # its access lines, read as they come (a full pipe would stall the server)
+        assert process.stderr is not None
+        threading.Thread(target=lambda: log.extend(process.stderr or ()), daemon=True).start()
+        try:
+            result = asyncio.run(measure(url, runs=args.runs, clients=args.clients, deep=args.deep))
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+            scripted.communicate(timeout=15)
+    for line in [line for line in log if " 200 " not in line][:5]:
+        print("server:", line.rstrip(), file=sys.stderr)
+    m, p50 = result["medians"], result["p50"]
+    fb, w, c = m["fb_resp"] / m["fb_chat"], m["w_resp"] / m["w_chat"], m["c_deep"] / m["c_2"]
+    wide = p50["responses"] / p50["chat"]
+    lines = [
+        f"## runner serve: /v1/responses against /v1/chat/completions (medians of {args.runs * 10})",
+        f"streamed, first byte      chat {m['fb_chat']:6.2f} ms  responses {m['fb_resp']:6.2f} ms  "
+        f"{fb:.2f}x  {verdict(fb, 1.1)}",
+        f"whole answer              chat {m['w_chat']:6.2f} ms  responses {m['w_resp']:6.2f} ms  "
+        f"{w:.2f}x  {verdict(w, 1.1)}",
+        f"continue after 2 / {args.deep:<4}    {m['c_2']:6.2f} ms  / {m['c_deep']:6.2f} ms  "
+        f"{c:.2f}x  {verdict(c, 1.2)}",
+        f"  chat with those {args.deep} turns resent       {m['chat_deep']:6.2f} ms  "
+        f"(responses {m['c_deep'] / m['chat_deep']:.2f}x of it)",
+        f"{args.clients} concurrent streams   p50 first byte chat {p50['chat']:6.1f} ms  responses "
+        f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
+        f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
+        f"{p50['unstored'] / p50['chat']:.2f}x",
+    ]
+    print("\n".join(lines))
+    print(json.dumps({"medians_ms": m, "p50_ms": p50, "errors": result["errors"]}), file=sys.stderr)
+    return 0 if result["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,280 @@
+"""The Responses API door: ``POST /v1/responses``, ``GET`` / ``DELETE /v1/responses/{id}`` and
+``GET /v1/responses/{id}/input_items``.
+
+A request is read into the chat door's ``ChatRequest`` and history (``items.py``), run by the
+chat door's run (``dispatch.open_request_run``: an agent's ``ChatRun`` or a ``WorkflowRun``), and
+its pieces are rendered as a response (``events.py``). A completed (or incomplete) response is
+stored before its last event goes out (``store.py``); a failed or cancelled run stores nothing,
+so the previous state stays the one to continue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from runner.modes.structured import prepare_wire
+from runner.serve.conversations import owner_tag
+from runner.serve.dispatch import open_request_run
+from runner.serve.door_spec import Door
+from runner.serve.engine import EndPiece, RequestRun
+from runner.serve.history import ChatHistory, parse_conversation
+from runner.serve.http import JSON, read_body, require_json, unless_disconnected
+from runner.serve.protocol import ApiError
+from runner.serve.request import decode_json
+from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
+from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
+from runner.serve.responses.listing import input_items_page, stored_items
+from runner.serve.responses.store import (
+    ResponseNotFound,
+    ResponseStore,
+    StoredResponse,
+    StoredResponseUnreadable,
+)
+from runner.serve.state import ServeState
+
+__all__ = ["door"]
+
+#: Bodies up to this size are decoded on the event loop (as the chat door does).
+_INLINE_DECODE_BYTES = 64 * 1024
+#: Conversations up to this many messages are parsed on the event loop (well under a millisecond).
+_INLINE_MESSAGES = 50
+
+
+def _not_found(error: ResponseNotFound, param: str | None = None) -> ApiError:
+    code = "previous_response_not_found" if param else "not_found"
+    message = f"Previous response{error.message[len('Response') :]}" if param else error.message
+    return ApiError(404, message, param=param, code=code)
+
+
+def _unreadable(error: StoredResponseUnreadable, param: str | None = None) -> ApiError:
+    return ApiError(
+        500, error.message, type="server_error", param=param, code="stored_response_unreadable", retry=False
+    )
+
+
+class ResponsesDoor:
+    """The routes of the door, on one server's state and store."""
+
+    def __init__(self, state: ServeState) -> None:
+        self.state = state
+        self._store: ResponseStore | None = None
+
+    @property
+    def store(self) -> ResponseStore:
+        if self._store is None:  # the served settings are configured when the app is made
+            self._store = ResponseStore(self.state.catalog.settings.home)
+        return self._store
+
+    async def _load(self, response_id: str, key: str | None, param: str | None = None) -> StoredResponse:
+        try:
+            return await anyio.to_thread.run_sync(self.store.load, response_id, key)
+        except ResponseNotFound as error:
+            raise _not_found(error, param) from None
+        except StoredResponseUnreadable as error:
+            raise _unreadable(error, param) from None
+
+    async def _read(
+        self, request: Request, key: str | None
+    ) -> tuple[ResponsesRequest, ChatHistory, list[dict[str, Any]]]:
+        """The request, the history to run and the conversation before this input."""
+        state = self.state
+        require_json(request)
+        raw = await read_body(request, state.max_body_bytes, state.body_timeout_s)
+        body = (
+            decode_json(raw)
+            if len(raw) <= _INLINE_DECODE_BYTES
+            else await anyio.to_thread.run_sync(decode_json, raw)
+        )
+        if not isinstance(body, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        previous = body.get("previous_response_id")
+        prior: list[dict[str, Any]] = []
+        if previous is not None:
+            if not isinstance(previous, str):
+                raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
+            prior = (await self._load(previous, key, "previous_response_id")).messages
+
+        def parse() -> tuple[ResponsesRequest, ChatHistory]:
+            parsed = parse_responses_request(body, prior=prior, report=state.report)
+            messages = parsed.chat.messages
+            if len(messages) > state.max_messages:
+                raise ApiError(
+                    413,
+                    f"the conversation has {len(messages)} messages; this server takes at most "
+                    f"{state.max_messages} (RUNNER_SERVE_MAX_MESSAGES)",
+                    param="input",
+                    code="too_many_messages",
+                )
+            try:
+                history = parse_conversation(messages, max_messages=state.max_messages)
+            except ApiError as error:
+                raise ApiError(error.status, error.message, param="input", code=error.code) from None
+            if parsed.chat.output is not None:
+                prepare_wire(parsed.chat.output)
+            return parsed, history
+
+        small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < _INLINE_MESSAGES
+        parsed, history = parse() if small else await anyio.to_thread.run_sync(parse)
+        return parsed, history, prior
+
+    def _skeleton(self, parsed: ResponsesRequest) -> dict[str, Any]:
+        chat = parsed.chat
+        echo = parsed.echo
+        given = echo.get("reasoning")
+        reasoning: dict[str, Any] = given if isinstance(given, dict) else {}
+        return {
+            "id": new_id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": chat.model,
+            "status": "in_progress",
+            "error": None,
+            "incomplete_details": None,
+            "instructions": parsed.instructions,
+            "metadata": parsed.metadata,
+            "output": [],
+            "parallel_tool_calls": parsed.parallel_tool_calls,
+            "temperature": chat.temperature,
+            "top_p": echo.get("top_p") if isinstance(echo.get("top_p"), int | float) else None,
+            "tool_choice": parsed.tool_choice,
+            "tools": parsed.tools,
+            "text": parsed.text,
+            "max_output_tokens": chat.max_tokens,
+            "previous_response_id": parsed.previous_response_id,
+            "store": parsed.store,
+            "background": False,
+            "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+            "truncation": echo.get("truncation")
+            if echo.get("truncation") in ("auto", "disabled")
+            else "disabled",
+            "user": echo.get("user") if isinstance(echo.get("user"), str) else None,
+            "usage": None,
+        }
+
+    async def _commit(
+        self,
+        builder: ResponseBuilder,
+        parsed: ResponsesRequest,
+        prior: list[dict[str, Any]],
+        key: str | None,
+        end: EndPiece,
+    ) -> None:
+        """Store a response that did not fail (with the conversation at it), if the request asks."""
+        if not parsed.store or builder.response["status"] == "failed":
+            return
+        stored = StoredResponse(
+            response=builder.response,
+            input_items=stored_items(parsed.items),
+            messages=[*prior, *parsed.messages, builder.assistant_message()],
+            session_id=end.outcome.session_id if end.outcome is not None else None,
+            owner=owner_tag(key),
+        )
+        # in a worker thread: under load a file system call can take milliseconds, and the event
+        # loop keeps every other stream going meanwhile
+        await anyio.to_thread.run_sync(self.store.save, stored)
+
+    async def create(self, request: Request) -> Response:
+        key = self.state.authorize(request)
+        parsed, history, prior = await self._read(request, key)
+        state = self.state
+        try:
+            run = open_request_run(
+                state.catalog, parsed.chat, history, report=state.report, tool_details=state.tool_details
+            )
+            await run.start()
+        except ApiError as error:  # a conflict with the agent's output schema, a tool source down
+            raise in_responses_terms(error) from None
+        state.track(run)
+        builder = ResponseBuilder(
+            self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
+        )
+        if parsed.chat.stream:
+            return EventSourceResponse(self._stream(run, builder, parsed, prior, key), sep="\n")
+        response = await unless_disconnected(
+            request.receive, run, self._collect(run, builder, parsed, prior, key)
+        )
+        if response is None:
+            return Response(status_code=499)  # nobody is there to read it
+        return JSON(response)
+
+    async def _collect(
+        self,
+        run: RequestRun,
+        builder: ResponseBuilder,
+        parsed: ResponsesRequest,
+        prior: list[dict[str, Any]],
+        key: str | None,
+    ) -> dict[str, Any]:
+        async for piece in run.pieces():
+            if isinstance(piece, EndPiece):
+                if piece.error is not None:
+                    raise piece.error
+                builder.finish(piece)
+                await self._commit(builder, parsed, prior, key, piece)
+                return builder.response
+            builder.feed(piece)
+        raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
+
+    async def _stream(
+        self,
+        run: RequestRun,
+        builder: ResponseBuilder,
+        parsed: ResponsesRequest,
+        prior: list[dict[str, Any]],
+        key: str | None,
+    ) -> AsyncIterator[bytes]:
+        try:
+            yield encode_events(builder.start())
+            async for piece in run.pieces():
+                if isinstance(piece, EndPiece):
+                    events = builder.finish(piece)
+                    await self._commit(builder, parsed, prior, key, piece)
+                else:
+                    events = builder.feed(piece)
+                if events:
+                    yield encode_events(events)
+        finally:
+            if not run.delivered:  # the client went away: stop the agent, store nothing
+                run.cancel()
+                with anyio.CancelScope(shield=True):
+                    await run.wait_closed()
+
+    async def retrieve(self, request: Request) -> Response:
+        key = self.state.authorize(request)
+        stored = await self._load(request.path_params["response_id"], key)
+        return JSON(stored.response)
+
+    async def delete(self, request: Request) -> Response:
+        key = self.state.authorize(request)
+        response_id = request.path_params["response_id"]
+        try:
+            await anyio.to_thread.run_sync(self.store.delete, response_id, key)
+        except ResponseNotFound as error:
+            raise _not_found(error) from None
+        return JSON({"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def input_items(self, request: Request) -> Response:
+        key = self.state.authorize(request)
+        stored = await self._load(request.path_params["response_id"], key)
+        return JSON(input_items_page(stored.input_items, request.query_params))
+
+
+def door(state: ServeState) -> Door:
+    """The Responses API door on ``state``."""
+    responses = ResponsesDoor(state)
+    paths = ("/v1/responses", "/v1/responses/{id}", "/v1/responses/{id}/input_items")
+    routes = [
+        Route("/v1/responses", responses.create, methods=["POST"]),
+        Route("/v1/responses/{response_id}/input_items", responses.input_items, methods=["GET"]),
+        Route("/v1/responses/{response_id}", responses.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response_id}", responses.delete, methods=["DELETE"]),
+    ]
+    return Door("responses", routes=routes, paths=paths)

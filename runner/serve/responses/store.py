@@ -1,0 +1,138 @@
+"""Stored responses: one JSON file per response under ``RUNNER_HOME/serve/responses``.
+
+A record holds the response object, the input items of its request, the digest of the API key
+that created it (``conversations.owner_tag``, never the key), the session whose transcript the run
+wrote (``RUNNER_HOME/sessions``: ``runner sessions list/show`` see it) and **the whole conversation
+at that response** as chat messages. Continuing by ``previous_response_id`` therefore reads one
+file, whatever the chain's depth (nothing is replayed), and two requests that continue the same
+response each start from that state: two branches, neither touching the other's file.
+
+- A record is written atomically (a temporary file renamed over it): a kill -9 leaves the old
+  file or none, and a leftover ``.tmp`` is never read.
+- Every miss — an id of the wrong shape, unknown, deleted, or created with another key — is the
+  same ``ResponseNotFound`` (the door answers 404 without saying whether the id exists).
+- A record that cannot be read (corrupt, cut short by hand) is ``StoredResponseUnreadable``; the
+  other records are untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.errors import RunnerError, StorageError
+from runner.serve.conversations import owner_tag
+from runner.store.disk import replace_atomically
+
+__all__ = ["ResponseNotFound", "ResponseStore", "StoredResponse", "StoredResponseUnreadable"]
+
+_ID = re.compile(r"resp_[0-9a-f]{32}")
+
+
+class ResponseNotFound(RunnerError):
+    """No stored response a caller may read under that id."""
+
+
+class StoredResponseUnreadable(RunnerError):
+    """The stored response exists but its file cannot be read (corrupt, cut short)."""
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """One stored response: what ``GET`` answers and what ``previous_response_id`` continues."""
+
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]]
+    #: The conversation at this response (chat messages, this answer included).
+    messages: list[dict[str, Any]]
+    session_id: str | None
+    owner: str
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "id": self.response["id"],
+            "owner": self.owner,
+            "session_id": self.session_id,
+            "response": self.response,
+            "input_items": self.input_items,
+            "messages": self.messages,
+        }
+
+
+class ResponseStore:
+    """The responses one server stored, under ``home``."""
+
+    def __init__(self, home: Path) -> None:
+        self.folder = home / "serve" / "responses"
+        self._made = False
+
+    def _path(self, response_id: str) -> Path | None:
+        return self.folder / f"{response_id}.json" if _ID.fullmatch(response_id) else None
+
+    def save(self, stored: StoredResponse) -> None:
+        """Write ``stored`` (atomically); ``StorageError`` when the disk refuses."""
+        path = self._path(stored.response["id"])
+        assert path is not None
+        if not self._made:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
+            self._made = True
+        data = json.dumps(stored.record(), ensure_ascii=False, separators=(",", ":"))
+        replace_atomically(path, [data.encode("utf-8", "replace")], what="the stored response")
+
+    def load(self, response_id: str, key: str | None) -> StoredResponse:
+        """The response ``key`` stored as ``response_id``; ``ResponseNotFound`` for every miss."""
+        missing = ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
+        path = self._path(response_id)
+        if path is None:
+            raise missing
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raise missing from None
+        try:
+            record = json.loads(raw)
+            stored = StoredResponse(
+                response=record["response"],
+                input_items=record["input_items"],
+                messages=record["messages"],
+                session_id=record.get("session_id"),
+                owner=record["owner"],
+            )
+            valid = (
+                isinstance(stored.response, dict)
+                and isinstance(stored.messages, list)
+                and isinstance(stored.input_items, list)
+            )
+        except (ValueError, KeyError, TypeError):
+            valid = False
+        if not valid:
+            raise StoredResponseUnreadable(
+                f"the stored response '{response_id}' cannot be read (its file is damaged); "
+                "other responses are not affected"
+            )
+        if stored.owner != owner_tag(key):
+            raise missing
+        return stored
+
+    def delete(self, response_id: str, key: str | None) -> None:
+        """Remove the response ``key`` stored (``ResponseNotFound`` as ``load``)."""
+        try:
+            self.load(response_id, key)
+        except StoredResponseUnreadable:
+            if key is not None:  # its owner cannot be read: only a server without keys deletes it
+                raise ResponseNotFound(f"Response with id '{response_id[:80]}' not found.") from None
+        path = self._path(response_id)
+        assert path is not None
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise ResponseNotFound(f"Response with id '{response_id[:80]}' not found.") from None
+        except OSError as exc:
+            raise StorageError(f"cannot delete {path}: {exc.strerror or exc}") from None
