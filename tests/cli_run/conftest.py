@@ -112,8 +112,24 @@ def invoke_in_process(
 
     The output guard wraps the captured streams with a fresh set of secrets (the environment's and
     those each command notes), as ``runner.cli.main`` does; an exception that escapes the command is
-    a traceback on stderr and exit 1, as an interpreter would print it.
+    a traceback on stderr and exit 1, as an interpreter would print it. Where an event loop already
+    runs in this thread (a coroutine test, Playwright's sync API) the command's own ``asyncio.run``
+    and signal handlers cannot: it then runs as a process of its own.
     """
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _invoke(args, cwd=cwd, env=env, input=input)
+    return subprocess.run(
+        [RUNNER, *args], cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=120
+    )
+
+
+def _invoke(
+    args: list[str], *, cwd: Path, env: dict[str, str], input: str | None
+) -> subprocess.CompletedProcess[str]:
     from typer.main import get_command
     from typer.testing import CliRunner
 
