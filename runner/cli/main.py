@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from runner.cli import agent_cli, audit_cli, batch_cli, diff_cli, eval_cli, run_cli, serve_cli
+from runner.cli import agent_cli, audit_cli, batch_cli, diff_cli, eval_cli, mcp_cli, run_cli, serve_cli
 from runner.cli.app import app
 from runner.cli.common import _state
 from runner.cli.helpfmt import debug_anywhere
@@ -22,7 +22,7 @@ from runner.cli.helpfmt import debug_anywhere
 __all__ = ["app", "main"]
 
 #: The registration modules: importing them added their commands to ``app``.
-COMMAND_MODULES = (agent_cli, run_cli, eval_cli, batch_cli, serve_cli, audit_cli, diff_cli)
+COMMAND_MODULES = (agent_cli, run_cli, eval_cli, batch_cli, serve_cli, mcp_cli, audit_cli, diff_cli)
 
 
 def main() -> None:

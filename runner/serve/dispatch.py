@@ -10,6 +10,7 @@ from runner.serve.history import ChatHistory
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
 from runner.serve.workflow_run import open_workflow_run
+from runner.store.transcript import Transcript
 
 __all__ = ["open_request_run"]
 
@@ -23,9 +24,11 @@ def open_request_run(
     report: Callable[[str], None] | None = None,
     tool_details: bool = True,
     where: str = "",
+    resume: Transcript | None = None,
 ) -> RequestRun:
     """The run of model ``name`` (the request's ``model`` when None); ``where`` says, in a 404, where
-    the agents were looked for."""
+    the agents were looked for; ``resume``: the transcript an agent's turn continues (a door's
+    conversation id; a workflow is one-shot and never continues)."""
     name = name or chat.model
     workflow = holder.workflow(name)
     if workflow is not None:
@@ -39,4 +42,4 @@ def open_request_run(
             param="model",
             code="model_not_found",
         )
-    return ChatRun.for_request(host, history, chat, on_done=report, tool_details=tool_details)
+    return ChatRun.for_request(host, history, chat, on_done=report, tool_details=tool_details, resume=resume)

@@ -8,33 +8,22 @@ decides by itself what a model name runs.
 
 ``open_doors`` lists them in the order their routes are tried. A door module exports
 ``door(state) -> Door`` and is imported here only, so ``app.py`` knows no protocol but its own.
+``Door`` itself is ``door.py``'s (a leaf): a door module imports it from there, so no door module
+and this one import each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-
-from starlette.routing import BaseRoute
-
+from runner.serve.door import Door
 from runner.serve.state import ServeState
 
 __all__ = ["Door", "open_doors"]
 
 
-@dataclass(frozen=True)
-class Door:
-    """One protocol's routes and, optionally, what must run while the server does."""
-
-    name: str
-    routes: Sequence[BaseRoute] = ()
-    lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
-    #: the paths it answers, for the startup banner and docs/architecture.md's door table
-    paths: Sequence[str] = field(default=())
-
-
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
+    from runner.serve.mcp.door import door as mcp_door
+
     doors: list[Door] = []
+    doors.append(mcp_door(state))
     return doors

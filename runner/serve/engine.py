@@ -36,6 +36,7 @@ from runner.session.events import (
     Note,
     OutputReady,
     ReasoningChunk,
+    StepStarted,
     TextChunk,
     ToolFinished,
     ToolStarted,
@@ -43,12 +44,14 @@ from runner.session.events import (
     UsageUpdate,
 )
 from runner.session.outcome import Outcome
+from runner.store.transcript import Transcript
 from runner.text import one_line
 from runner.tools.schema import clean_schema
 
 __all__ = [
     "ChatRun",
     "EndPiece",
+    "ModelStep",
     "Piece",
     "ReasoningPiece",
     "RequestRun",
@@ -88,6 +91,14 @@ class StepRunning:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelStep:
+    """The agent asks its model again (a step of a turn): the MCP door's progress; others ignore it."""
+
+    turn: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
 class EndPiece:
     """The last piece: why the answer ends, the client's calls to run, the usage, or the error."""
 
@@ -116,7 +127,7 @@ class EndPiece:
         }
 
 
-Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
+Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ModelStep | ToolBlock | EndPiece
 
 
 class RequestRun:
@@ -268,9 +279,13 @@ class ChatRun(RequestRun):
         on_done: Callable[[str], None] | None = None,
         tool_details: bool = True,
         answer_tool: str | None = None,
+        resume: Transcript | None = None,
     ) -> None:
         super().__init__(host.config.name, on_done)
         self.host = host
+        self.resume = resume
+        """The transcript of the conversation this turn continues (a door's conversation id); None:
+        the conversation is the request's own history."""
         self.answer_tool = answer_tool
         """The client tool the answer is a call of (a forced ``tool_choice``); None: the content."""
         self.tool_details = tool_details
@@ -295,10 +310,12 @@ class ChatRun(RequestRun):
         *,
         on_done: Callable[[str], None] | None = None,
         tool_details: bool = True,
+        resume: Transcript | None = None,
     ) -> ChatRun:
         """The run of ``chat`` on the agent of ``host``: the request's parameters and limits (which
         only lower the agent's), its client tools and answer schema; ``tool_details`` False (the
-        server's ``--plain``) or the agent's own ``serve:`` setting hides tool calls."""
+        server's ``--plain``) or the agent's own ``serve:`` setting hides tool calls. ``resume``:
+        the transcript the turn continues (the request's history is then its new input only)."""
         config = host.config
         options = RunOptions(
             params=model_params(config, chat),
@@ -313,6 +330,7 @@ class ChatRun(RequestRun):
             on_done=on_done,
             tool_details=tool_details and config.tool_details,
             answer_tool=chat.answer_tool,
+            resume=resume,
         )
 
     async def start(self) -> None:
@@ -358,6 +376,8 @@ class ChatRun(RequestRun):
                 self._arguments[call["id"]] = call["function"]["arguments"]
         elif isinstance(event, ToolStarted):
             self._put(ToolRunning(event.call_id, event.name))
+        elif isinstance(event, StepStarted):
+            self._put(ModelStep(event.turn, event.step))
         elif isinstance(event, ToolFinished) and self.tool_details and not self._structured:
             result = event.result
             if result.arguments is not None:
@@ -374,7 +394,9 @@ class ChatRun(RequestRun):
 
     async def _main(self) -> None:
         try:
-            session = await Session.open(self.host, follow=False, sink=self._sink, options=self.options)
+            session = await Session.open(
+                self.host, follow=False, sink=self._sink, options=self.options, resume=self.resume
+            )
         except BaseException as exc:
             if isinstance(exc, RunnerError) and not isinstance(exc, ApiError):
                 raise api_error(exc, outward_redactor(self.host.config.secrets)) from None
@@ -384,11 +406,14 @@ class ChatRun(RequestRun):
             check_output(session.runtime.output, self.options.output)
             self._structured = session.output_plan is not None
             chat = self.chat
-            prompts, variables = session.runtime.prompts, session.variables
-            history = chat.history(lambda text: prompts.user(text, variables))
-            # The transcript holds the whole conversation; the system prompt is the session's own,
-            # composed from the conversation's first input as one long session would have had it.
-            session.conversation.restore(history, first_input=chat.first_input, names=chat.names, record=True)
+            if self.resume is None:
+                prompts, variables = session.runtime.prompts, session.variables
+                history = chat.history(lambda text: prompts.user(text, variables))
+                # The transcript holds the whole conversation; the system prompt is the session's
+                # own, composed from the conversation's first input as one long session would have.
+                session.conversation.restore(
+                    history, first_input=chat.first_input, names=chat.names, record=True
+                )
             self._opened.set()
             inputs = [chat.text] if chat.text is not None else []
             result = await session.run(inputs, continue_waiting=not inputs)
