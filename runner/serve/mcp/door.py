@@ -35,6 +35,27 @@ MAX_SESSIONS = 1000
 SESSION_IDLE_S = 30 * 60.0
 
 
+class _Endpoint:
+    """``/mcp`` as an ASGI app: authorize, leave the key in the scope, hand over to the SDK."""
+
+    def __init__(self, state: ServeState, manager: StreamableHTTPSessionManager) -> None:
+        self.state = state
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            key = self.state.authorize(Request(scope, receive))
+        except ApiError as exc:
+            headers = {**exc.headers(), "www-authenticate": "Bearer"}
+            await JSON(exc.body(), status_code=exc.status, headers=headers)(scope, receive, send)
+            return
+        scope[KEY_SCOPE] = key
+        if key is not None:
+            tag = owner_tag(key)
+            scope["user"] = AuthenticatedUser(AccessToken(token=tag, client_id=tag, scopes=[]))
+        await self.manager.handle_request(scope, receive, send)
+
+
 def door(state: ServeState) -> Door:
     """The MCP door of ``state``'s server: ``/mcp`` and the session manager's lifespan."""
     calls = McpCalls(state, Conversations(state.catalog.settings.home))
@@ -46,19 +67,7 @@ def door(state: ServeState) -> Door:
         max_sessions=MAX_SESSIONS,
     )
 
-    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            key = state.authorize(Request(scope, receive))
-        except ApiError as exc:
-            headers = {**exc.headers(), "www-authenticate": "Bearer"}
-            await JSON(exc.body(), status_code=exc.status, headers=headers)(scope, receive, send)
-            return
-        scope[KEY_SCOPE] = key
-        if key is not None:
-            tag = owner_tag(key)
-            scope["user"] = AuthenticatedUser(AccessToken(token=tag, client_id=tag, scopes=[]))
-        await manager.handle_request(scope, receive, send)
-
+    endpoint = _Endpoint(state, manager)
     return Door(
         "mcp",
         routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
