@@ -4,9 +4,11 @@ Behind the app's ``HostGuard`` and CORS like every route, and authorized first w
 ``ServeState.authorize`` (401 without a configured key; without keys only loopback clients). The
 key a request used is left in its ASGI scope for ``tools/call`` (``server.KEY_SCOPE``): the
 conversations it starts are that key's. With keys, each MCP session is also bound to the key that
-opened it (the SDK answers another key's ``Mcp-Session-Id`` as unknown). The SDK's own DNS-rebinding
-check is off: ``HostGuard`` already made it, with the server's own host and origin lists. The
-session manager runs in the door's lifespan; request bodies are bounded by the server's limit.
+opened it (the SDK answers another key's ``Mcp-Session-Id`` as unknown). A client that hangs up
+stops the calls its request carried (``server.Hangup``), in both protocol generations. The SDK's
+own DNS-rebinding check is off: ``HostGuard`` already made it, with the server's own host and
+origin lists. The session manager runs in the door's lifespan; request bodies are bounded by the
+server's limit.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from runner.serve.conversations import Conversations, owner_tag
 from runner.serve.door import Door
 from runner.serve.http import JSON
 from runner.serve.mcp.calls import McpCalls
-from runner.serve.mcp.server import KEY_SCOPE, build_server
+from runner.serve.mcp.server import HANGUP_SCOPE, KEY_SCOPE, Hangup, build_server
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
 
@@ -53,7 +55,15 @@ class _Endpoint:
         if key is not None:
             tag = owner_tag(key)
             scope["user"] = AuthenticatedUser(AccessToken(token=tag, client_id=tag, scopes=[]))
-        await self.manager.handle_request(scope, receive, send)
+        hangup = scope[HANGUP_SCOPE] = Hangup()
+
+        async def watched() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                hangup.fire()
+            return message
+
+        await self.manager.handle_request(scope, watched, send)
 
 
 def door(state: ServeState) -> Door:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -21,10 +22,42 @@ from runner.serve.mcp.calls import CallAnswer, McpCalls, UnknownTool
 from runner.serve.mcp.tools import ToolShape
 from runner.version import __version__
 
-__all__ = ["KEY_SCOPE", "build_server"]
+__all__ = ["HANGUP_SCOPE", "KEY_SCOPE", "Hangup", "build_server"]
 
 #: Where the HTTP door leaves the API key a request was authorized with (its ASGI scope).
 KEY_SCOPE = "runner.mcp.key"
+#: Where the HTTP door leaves the ``Hangup`` of a request (its ASGI scope).
+HANGUP_SCOPE = "runner.mcp.hangup"
+
+
+class Hangup:
+    """Tells the calls a POST carries that its client hung up (the HTTP door fires it).
+
+    The 2025 generation keeps a call running when its stream closes (the SDK waits for a
+    ``notifications/cancelled`` that a vanished client never sends); the door stops it instead,
+    since nobody can read its answer any more (there is no event store to resume a stream from).
+    """
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._scopes: list[anyio.CancelScope] = []
+
+    def fire(self) -> None:
+        self.fired = True
+        for scope in self._scopes:
+            scope.cancel()
+
+    def watch(self, scope: anyio.CancelScope) -> None:
+        self._scopes.append(scope)
+        if self.fired:
+            scope.cancel()
+
+
+def _hangup(ctx: ServerRequestContext[Any, Any]) -> Hangup | None:
+    scope = getattr(ctx.request, "scope", None)
+    hangup = scope.get(HANGUP_SCOPE) if isinstance(scope, dict) else None
+    return hangup if isinstance(hangup, Hangup) else None
+
 
 INSTRUCTIONS = (
     "Each tool is an agent (or a workflow of agents). Call it with a message; its answer carries a "
@@ -81,10 +114,17 @@ def build_server(
             step += 1
             await ctx.session.report_progress(step, None, message)
 
-        try:
-            answer = await calls.call(params.name, params.arguments, key=key_of(ctx), progress=progress)
-        except UnknownTool as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        answer: CallAnswer | None = None
+        with anyio.CancelScope() as scope:
+            hangup = _hangup(ctx)
+            if hangup is not None:
+                hangup.watch(scope)
+            try:
+                answer = await calls.call(params.name, params.arguments, key=key_of(ctx), progress=progress)
+            except UnknownTool as exc:
+                raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        if answer is None:  # the client hung up: nobody reads this
+            return _result(CallAnswer("the client went away; the run was stopped", is_error=True))
         return _result(answer)
 
     return Server(
