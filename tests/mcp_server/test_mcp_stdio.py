@@ -289,3 +289,60 @@ def test_stdout_carries_the_protocol_only(
     assert "PRINTED BY A TOOL" not in stdout
     assert "PRINTED BY A TOOL" in errors  # a tool's print goes to stderr
     assert "runner mcp: 1 tool over stdio: talker" in errors
+
+
+def test_a_client_that_vanishes_mid_run_stops_it(
+    agents: Agents, scripted_server: Callable[..., Any], home: Path, marks: Path
+) -> None:
+    """The client closes stdin while a tool runs: the run stops, its tool is cancelled, the session
+    closes (its transcript kept), and the process exits cleanly."""
+    server = scripted_server(tool_then_answer("slow"), repeat=True)
+    agents.write("sleeper", server, tools=SLOW_TOOLS.format(marks=marks), hooks=END_HOOK.format(marks=marks))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "sleeper", "arguments": {"message": "wait"}},
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner", "mcp", str(agents.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=runner_env(home),
+        cwd=ROOT,
+    )
+    assert process.stdin is not None
+    try:
+        process.stdin.write(
+            json.dumps(init)
+            + "\n"
+            + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            + "\n"
+        )
+        process.stdin.write(json.dumps(call) + "\n")
+        process.stdin.flush()
+        wait_for(lambda: (marks / "started").exists(), timeout=30, what="the tool")
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+    assert (marks / "cancelled").exists() and (marks / "session_end").exists()
+    session_id = (marks / "session_end").read_text()
+    results = [
+        m
+        for m in read_transcript(sessions_dir(home) / f"{session_id}.jsonl").messages()
+        if m["role"] == "tool"
+    ]
+    assert results and "cancelled" in results[0]["content"]
