@@ -6,10 +6,12 @@ question, in the same run, four ways:
 - **HTTP**: one ``runner serve`` process; ``POST /v1/chat/completions`` (httpx, keep-alive, not
   streamed) against ``tools/call`` on ``/mcp`` through the official ``mcp`` client, in both protocol
   generations (one client session each). Target: ``tools/call`` within 1.2x of the chat completion.
-- **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against
-  ``runner run AGENT -p "question"`` minus process start, i.e. the wall time of ``runner run`` less
-  that of ``runner validate AGENT`` (a process that starts the CLI, reads the same agent file and
-  exits). Target: within 1.2x.
+- **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against ``runner
+  run AGENT -p "question"`` minus process start: what ``runner run`` does once its process is up
+  and its modules imported, timed in a warm process (load the agent file, build its runtime with
+  ``AgentRunner``, run the prompt, close). Target: within 1.2x. For reference, the wall time of the
+  ``runner run`` command less that of ``runner validate AGENT`` (which also starts the CLI and reads
+  the agent file) is printed too: it holds the imports only a run needs.
 
 Batches of sequential calls take turns, in alternating order; reported: the median per-call time
 of each and its ratio to the floor (medians of per-round ratios).
@@ -161,6 +163,29 @@ async def stdio_bench(folder: Path, env: dict[str, str], *, runs: int, each: int
         return await batches({"tools/call over stdio": call}, runs=runs, each=each)
 
 
+async def run_in_process(agent: Path, home: Path, *, runs: int, each: int) -> list[float]:
+    """Per-call seconds of what ``runner run AGENT -p QUESTION`` does after start-up, in this process."""
+    from dataclasses import replace
+
+    from runner.agentfile import load_agent
+    from runner.runnable import AgentRunner
+    from runner.runtime.settings import RuntimeSettings
+
+    settings = replace(RuntimeSettings.from_environment(), home=home)
+
+    async def once() -> None:
+        runner = AgentRunner(load_agent(agent), settings)
+        try:
+            outcome = await runner.run([QUESTION])
+            assert outcome.answer == "42", outcome
+        finally:
+            await runner.aclose()
+
+    return (await batches({"runner run minus process start": once}, runs=runs, each=each))[
+        "runner run minus process start"
+    ]
+
+
 def run_minus_start(agent: Path, env: dict[str, str], *, runs: int) -> list[float]:
     """Per round: wall time of ``runner run AGENT -p QUESTION`` less that of ``runner validate AGENT``."""
 
@@ -198,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
             serve.terminate()
             serve.wait(timeout=15)
         stdio = asyncio.run(stdio_bench(folder, env, runs=options.runs, each=options.calls))
-        cli = run_minus_start(agent, env, runs=options.runs)
+        os.environ["SCRIPTED_API_KEY"] = "sk-test"
+        floor = asyncio.run(
+            run_in_process(agent, Path(workdir) / "home", runs=options.runs, each=options.calls)
+        )
+        cli = run_minus_start(agent, env, runs=max(3, options.runs // 2))
     assert scripted.stdin is not None
     scripted.stdin.close()
     scripted.wait(timeout=10)
@@ -210,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         target=TARGET,
         ratios=paired_ratios(http, "chat completion"),
     )
-    pair = {"runner run minus process start": cli, "tools/call over stdio": stdio["tools/call over stdio"]}
+    pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
     medians = {name: statistics.median(values) for name, values in pair.items()}
     ok = (
         report(
@@ -221,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         and ok
     )
+    print(f"(runner run less runner validate, for reference: {statistics.median(cli) * 1000:.0f} ms)")
     return 0 if ok else 1
 
 

@@ -134,4 +134,5 @@ def build_server(
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        get_tool_input_schema=calls.input_schema,  # the 2026 path checks Mcp-Param-* headers with it
     )
