@@ -62,7 +62,17 @@ def test_the_inspector_lists_and_calls_over_stdio(
 ) -> None:
     agents.write("helper", scripted_server(echo, repeat=True), "description: Helps.")
     env = _node_env(tmp_path, home)
-    command = ["--", sys.executable, "-m", "runner", "mcp", str(agents.root)]
+    # the inspector gives the server only a default environment, plus what -e names
+    chosen = ("RUNNER_HOME", "PYTHONPATH", "SCRIPTED_API_KEY")
+    command = [
+        *(f"-e{name}={env[name]}" for name in chosen),
+        "--",
+        sys.executable,
+        "-m",
+        "runner",
+        "mcp",
+        str(agents.root),
+    ]
     listed = _inspector(["--method", "tools/list", *command], env)
     called = _inspector(
         ["--method", "tools/call", "--tool-name", "helper", "--tool-arg", "message=hello there", *command],

@@ -127,29 +127,23 @@ async def test_bad_calls_are_error_results_that_say_what_is_wrong(
     assert len(server.requests) == 1  # no bad call reached the model
 
 
-async def test_a_limit_is_an_error_result_that_says_why(
+async def test_a_limit_or_a_failed_run_is_an_error_result_that_says_why(
     agents: Agents, scripted_server: Callable[..., Any], stdio: Callable[..., Any]
 ) -> None:
-    server = scripted_server(tool_then_answer("act"), repeat=True)
-    agents.write("looper", server, "limits:\n  max_steps: 1", tools="def act() -> str:\n    return 'done'\n")
+    looping = scripted_server(tool_then_answer("act"), repeat=True)
+    agents.write("looper", looping, "limits:\n  max_steps: 1", tools="def act() -> str:\n    return 'done'\n")
+    failing = scripted_server([{"status": 400, "error": "the prompt is not allowed"}], repeat=True)
+    agents.write("fragile", failing)
     async with Client(stdio([agents.root])) as client:
-        result = await client.call_tool("looper", {"message": "go"})
-    assert result.is_error
-    text = result.content[0].text
+        limited = await client.call_tool("looper", {"message": "go"})
+        failed = await client.call_tool("fragile", {"message": "go"})
+    assert limited.is_error
+    text = limited.content[0].text
     assert text.startswith("looper stopped (limit): ") and "max_steps" in text
     assert "session_id 2" in text  # the conversation can be looked at (runner sessions show)
-
-
-async def test_a_failed_run_is_an_error_result_that_says_why(
-    agents: Agents, scripted_server: Callable[..., Any], stdio: Callable[..., Any]
-) -> None:
-    server = scripted_server([{"status": 400, "error": "the prompt is not allowed"}], repeat=True)
-    agents.write("fragile", server)
-    async with Client(stdio([agents.root])) as client:
-        result = await client.call_tool("fragile", {"message": "go"})
-    assert result.is_error
-    assert result.content[0].text.startswith("fragile failed: the model failed")
-    assert "127.0.0.1" not in result.content[0].text  # the model's endpoint stays hidden
+    assert failed.is_error
+    assert failed.content[0].text.startswith("fragile failed: the model failed")
+    assert "127.0.0.1" not in failed.content[0].text  # the model's endpoint stays hidden
 
 
 async def test_a_structured_agent_answers_its_own_schema_with_the_session_id(
