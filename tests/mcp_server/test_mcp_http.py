@@ -342,3 +342,27 @@ async def test_the_health_of_other_routes_is_unchanged(
         )
     assert [m["id"] for m in models["data"]] == ["helper"]
     assert json.loads(chat.text)["choices"][0]["message"]["content"] == "heard: hi"
+
+
+async def test_two_calls_on_one_conversation_run_one_after_the_other(
+    agents: Agents, scripted_server: Callable[..., Any], serve: Callable[..., Any]
+) -> None:
+    """Calls that continue one session_id at once take turns: each sees what the other said."""
+    agents.write("helper", scripted_server(echo, repeat=True))
+    served = serve([agents.root])
+    async with http_client(served.mcp_url) as client:
+        first = await client.call_tool("helper", {"message": "a"})
+        session_id = first.structured_content["session_id"]
+        answers: list[str] = []
+
+        async def turn(text: str) -> None:
+            result = await client.call_tool("helper", {"message": text, "session_id": session_id})
+            answers.append(result.content[0].text)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn, "b")
+            group.start_soon(turn, "c")
+    assert sorted(answers, key=len) in (
+        ["heard: a | b", "heard: a | b | c"],
+        ["heard: a | c", "heard: a | c | b"],
+    )
