@@ -20,7 +20,7 @@ __all__ = ["COMMAND_ORDER", "CommandsInOrder", "PlainText", "debug_anywhere", "p
 #: The order ``runner --help`` lists the commands in: the order a new agent meets them.
 COMMAND_ORDER = (
     *("init", "validate", "render", "tools", "run", "test", "resume", "sessions"),
-    *("eval", "batch", "report", "serve", "acp", "audit", "diff", "schema"),
+    *("eval", "batch", "report", "serve", "mcp", "acp", "audit", "diff", "schema"),
 )
 
 #: Options whose next word is their value (``-p --debug`` is a prompt, not the flag).

@@ -18,7 +18,11 @@ Module map:
     state.py      ServeState: the catalog, keys and ``authorize``, limits, runs in flight
     http.py       the HTTP pieces every door shares: JSON responses, bodies within limits (starlette)
     conversations.py  conversations a door continues by id: owned by a key, exact ids, idle expiry
+    door_spec.py  Door: one protocol's routes and lifespan (a leaf the door modules import)
     doors.py      the protocol doors beside Chat Completions (each a module of its own: routes, lifespan)
+    responses/    the OpenAI Responses API: /v1/responses, stored responses, its event stream
+    mcp/          the agents as MCP tools: runner mcp (stdio) and /mcp (streamable HTTP), mcp SDK
+    a2a/          every agent an A2A agent: cards, the a2a-sdk handler at 1.0 and 0.3
     app.py        the Starlette app: health, models, Chat Completions, and every door's routes
     server.py     uvicorn's protocol with a header read timeout and a connection cap
 

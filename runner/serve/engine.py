@@ -36,6 +36,7 @@ from runner.session.events import (
     Note,
     OutputReady,
     ReasoningChunk,
+    StepStarted,
     TextChunk,
     ToolFinished,
     ToolStarted,
@@ -52,6 +53,7 @@ __all__ = [
     "ChatRun",
     "Continuation",
     "EndPiece",
+    "ModelStep",
     "Piece",
     "ReasoningPiece",
     "RequestRun",
@@ -91,6 +93,14 @@ class StepRunning:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelStep:
+    """The agent asks its model again (a step of a turn): the MCP door's progress; others ignore it."""
+
+    turn: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
 class EndPiece:
     """The last piece: why the answer ends, the client's calls to run, the usage, or the error."""
 
@@ -119,7 +129,7 @@ class EndPiece:
         }
 
 
-Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ToolBlock | EndPiece
+Piece = TextPiece | ReasoningPiece | ToolRunning | StepRunning | ModelStep | ToolBlock | EndPiece
 
 
 @dataclass(frozen=True)
@@ -380,6 +390,8 @@ class ChatRun(RequestRun):
                 self._arguments[call["id"]] = call["function"]["arguments"]
         elif isinstance(event, ToolStarted):
             self._put(ToolRunning(event.call_id, event.name))
+        elif isinstance(event, StepStarted):
+            self._put(ModelStep(event.turn, event.step))
         elif isinstance(event, ToolFinished) and self.tool_details and not self._structured:
             result = event.result
             if result.arguments is not None:
@@ -415,11 +427,11 @@ class ChatRun(RequestRun):
             check_output(session.runtime.output, self.options.output)
             self._structured = session.output_plan is not None
             chat = self.chat
-            prompts, variables = session.runtime.prompts, session.variables
-            history = chat.history(lambda text: prompts.user(text, variables))
-            # The transcript holds the whole conversation; the system prompt is the session's own,
-            # composed from the conversation's first input as one long session would have had it.
             if more is None or more.resume is None:  # a resumed session has its history already
+                prompts, variables = session.runtime.prompts, session.variables
+                history = chat.history(lambda text: prompts.user(text, variables))
+                # The transcript holds the whole conversation; the system prompt is the session's
+                # own, composed from the conversation's first input as one long session would have.
                 session.conversation.restore(
                     history, first_input=chat.first_input, names=chat.names, record=True
                 )

@@ -1,0 +1,258 @@
+"""An agent as an MCP server (issue 26): ``tools/call`` against the other ways to ask the same agent.
+
+A one-step agent (the scripted model answers at once, in a process of its own) is asked the same
+question, in the same run, four ways:
+
+- **HTTP**: one ``runner serve`` process; ``POST /v1/chat/completions`` (httpx, keep-alive, not
+  streamed) against ``tools/call`` on ``/mcp`` through the official ``mcp`` client, in both protocol
+  generations (one client session each). Target: ``tools/call`` within 1.2x of the chat completion.
+- **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against ``runner
+  run AGENT -p "question"`` minus process start: what ``runner run`` does once its process is up
+  and its modules imported, timed in a warm process (load the agent file, build its runtime with
+  ``AgentRunner``, run the prompt, close). Target: within 1.2x. For reference, the wall time of the
+  ``runner run`` command less that of ``runner validate AGENT`` (which also starts the CLI and reads
+  the agent file) is printed too: it holds the imports only a run needs.
+
+Batches of sequential calls take turns, in alternating order; reported: the median per-call time
+of each and its ratio to the floor (medians of per-round ratios).
+
+Run: ``python -m bench.mcp_server [--runs N] [--calls N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import paired_ratios, report
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 1.2
+QUESTION = "What is the answer?"
+
+AGENT = """\
+version: 1
+name: oneshot
+description: Answers at once.
+model:
+  id: openai/scripted
+  api_base: {base}
+  api_key: ${{SCRIPTED_API_KEY:-sk-test}}
+  retries: 0
+"""
+
+
+def start_scripted() -> tuple[subprocess.Popen[str], str]:
+    """The scripted model in a process of its own, answering "42" to everything."""
+    code = (
+        "import sys\nfrom runner.testing import ScriptedServer\n"
+        "with ScriptedServer(lambda body: {'content': '42'}, repeat=True) as s:\n"
+        "    print(s.base_url, flush=True)\n    sys.stdin.read()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """``runner serve FOLDER --port 0``; the process and its URL (read from its banner)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner", "serve", str(folder), "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if " at http://" in line:
+            url = line.split(" at ", 1)[1].split("/v1", 1)[0]
+            return process, url
+        if not line and process.poll() is not None:
+            break
+    raise RuntimeError("runner serve did not start")
+
+
+Call = Callable[[], Awaitable[Any]]
+
+
+async def batches(calls: dict[str, Call], *, runs: int, each: int) -> dict[str, list[float]]:
+    """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():  # warm-up: runtimes built, connections open
+        for _ in range(3):
+            await call()
+    names = list(calls)
+    for round_number in range(runs):
+        for name in names if round_number % 2 == 0 else reversed(names):
+            start = time.perf_counter()
+            for _ in range(each):
+                await calls[name]()
+            samples[name].append((time.perf_counter() - start) / each)
+    return samples
+
+
+async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    body = {"model": "oneshot", "messages": [{"role": "user", "content": QUESTION}]}
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=60) as http,
+        Client(
+            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=60)), mode="legacy"
+        ) as old,
+        Client(
+            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=60)),
+            mode="2026-07-28",
+        ) as new,
+    ):
+
+        async def chat() -> None:
+            response = await http.post("/v1/chat/completions", json=body)
+            assert response.json()["choices"][0]["message"]["content"] == "42"
+
+        def tool(client: Any) -> Call:
+            async def call() -> None:
+                result = await client.call_tool("oneshot", {"message": QUESTION})
+                assert result.content[0].text == "42", result
+
+            return call
+
+        return await batches(
+            {
+                "chat completion": chat,
+                "tools/call (2025-11-25)": tool(old),
+                "tools/call (2026-07-28)": tool(new),
+            },
+            runs=runs,
+            each=each,
+        )
+
+
+async def stdio_bench(folder: Path, env: dict[str, str], *, runs: int, each: int) -> dict[str, list[float]]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "runner", "mcp", str(folder)], env=env, cwd=str(ROOT)
+    )
+    async with Client(params, mode="legacy") as client:
+
+        async def call() -> None:
+            result = await client.call_tool("oneshot", {"message": QUESTION})
+            assert result.content[0].text == "42", result
+
+        return await batches({"tools/call over stdio": call}, runs=runs, each=each)
+
+
+async def run_in_process(agent: Path, home: Path, *, runs: int, each: int) -> list[float]:
+    """Per-call seconds of what ``runner run AGENT -p QUESTION`` does after start-up, in this process."""
+    from dataclasses import replace
+
+    from runner.agentfile import load_agent
+    from runner.runnable import AgentRunner
+    from runner.runtime.settings import RuntimeSettings
+
+    settings = replace(RuntimeSettings.from_environment(), home=home)
+
+    async def once() -> None:
+        runner = AgentRunner(load_agent(agent), settings)
+        try:
+            outcome = await runner.run([QUESTION])
+            assert outcome.answer == "42", outcome
+        finally:
+            await runner.aclose()
+
+    return (await batches({"runner run minus process start": once}, runs=runs, each=each))[
+        "runner run minus process start"
+    ]
+
+
+def run_minus_start(agent: Path, env: dict[str, str], *, runs: int) -> list[float]:
+    """Per round: wall time of ``runner run AGENT -p QUESTION`` less that of ``runner validate AGENT``."""
+
+    def wall(*argv: str) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "runner", *argv], env=env, cwd=ROOT, check=True, capture_output=True
+        )
+        return time.perf_counter() - start
+
+    wall("run", str(agent), "-p", QUESTION), wall("validate", str(agent))  # warm-up
+    differences = []
+    for _ in range(runs):
+        differences.append(wall("run", str(agent), "-p", QUESTION) - wall("validate", str(agent)))
+    return differences
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.mcp_server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="rounds of batches (default 7)")
+    parser.add_argument("--calls", type=int, default=20, help="sequential calls per batch (default 20)")
+    options = parser.parse_args(argv)
+    scripted, base = start_scripted()
+    with tempfile.TemporaryDirectory() as workdir:
+        folder = Path(workdir) / "agents"
+        folder.mkdir()
+        agent = folder / "oneshot.yaml"
+        agent.write_text(AGENT.format(base=base), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
+        env.update(RUNNER_HOME=str(Path(workdir) / "home"), SCRIPTED_API_KEY="sk-test", PYTHONPATH=str(ROOT))
+        serve, url = start_serve(folder, env)
+        try:
+            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls))
+        finally:
+            serve.terminate()
+            serve.wait(timeout=15)
+        stdio = asyncio.run(stdio_bench(folder, env, runs=options.runs, each=options.calls))
+        os.environ["SCRIPTED_API_KEY"] = "sk-test"
+        floor = asyncio.run(
+            run_in_process(agent, Path(workdir) / "home", runs=options.runs, each=options.calls)
+        )
+        cli = run_minus_start(agent, env, runs=max(3, options.runs // 2))
+    assert scripted.stdin is not None
+    scripted.stdin.close()
+    scripted.wait(timeout=10)
+    medians = {name: statistics.median(values) for name, values in http.items()}
+    ok = report(
+        "MCP tools/call vs Chat Completions (HTTP)",
+        medians,
+        floor="chat completion",
+        target=TARGET,
+        ratios=paired_ratios(http, "chat completion"),
+    )
+    pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
+    medians = {name: statistics.median(values) for name, values in pair.items()}
+    ok = (
+        report(
+            "MCP tools/call over stdio vs runner run (minus process start)",
+            medians,
+            floor="runner run minus process start",
+            target=TARGET,
+        )
+        and ok
+    )
+    print(f"(runner run less runner validate, for reference: {statistics.median(cli) * 1000:.0f} ms)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

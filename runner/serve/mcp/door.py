@@ -1,0 +1,86 @@
+"""``/mcp`` on ``runner serve``: the agents as MCP tools over streamable HTTP (the SDK's session manager).
+
+Behind the app's ``HostGuard`` and CORS like every route, and authorized first with
+``ServeState.authorize`` (401 without a configured key; without keys only loopback clients). The
+key a request used is left in its ASGI scope for ``tools/call`` (``server.KEY_SCOPE``): the
+conversations it starts are that key's. With keys, each MCP session is also bound to the key that
+opened it (the SDK answers another key's ``Mcp-Session-Id`` as unknown). A client that hangs up
+stops the calls its request carried (``server.Hangup``), in both protocol generations. The SDK's
+own DNS-rebinding check is off: ``HostGuard`` already made it, with the server's own host and
+origin lists. The session manager runs in the door's lifespan; request bodies are bounded by the
+server's limit.
+"""
+
+from __future__ import annotations
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from runner.serve.conversations import Conversations, owner_tag
+from runner.serve.door_spec import Door
+from runner.serve.http import JSON
+from runner.serve.mcp.calls import McpCalls
+from runner.serve.mcp.server import HANGUP_SCOPE, KEY_SCOPE, Hangup, build_server
+from runner.serve.protocol import ApiError
+from runner.serve.state import ServeState
+
+__all__ = ["MAX_SESSIONS", "door"]
+
+#: Open MCP sessions (2025-era clients) one server keeps at most; more are refused with 503.
+MAX_SESSIONS = 1000
+#: An MCP session with no request for this long is closed (its client opens a new one).
+SESSION_IDLE_S = 30 * 60.0
+
+
+class _Endpoint:
+    """``/mcp`` as an ASGI app: authorize, leave the key in the scope, hand over to the SDK."""
+
+    def __init__(self, state: ServeState, manager: StreamableHTTPSessionManager) -> None:
+        self.state = state
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            key = self.state.authorize(Request(scope, receive))
+        except ApiError as exc:
+            headers = {**exc.headers(), "www-authenticate": "Bearer"}
+            await JSON(exc.body(), status_code=exc.status, headers=headers)(scope, receive, send)
+            return
+        scope[KEY_SCOPE] = key
+        if key is not None:
+            tag = owner_tag(key)
+            scope["user"] = AuthenticatedUser(AccessToken(token=tag, client_id=tag, scopes=[]))
+        hangup = scope[HANGUP_SCOPE] = Hangup()
+
+        async def watched() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                hangup.fire()
+            return message
+
+        await self.manager.handle_request(scope, watched, send)
+
+
+def door(state: ServeState) -> Door:
+    """The MCP door of ``state``'s server: ``/mcp`` and the session manager's lifespan."""
+    calls = McpCalls(state, Conversations(state.catalog.settings.home))
+    manager = StreamableHTTPSessionManager(
+        app=build_server(calls),
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=state.max_body_bytes,
+        session_idle_timeout=SESSION_IDLE_S,
+        max_sessions=MAX_SESSIONS,
+    )
+
+    endpoint = _Endpoint(state, manager)
+    return Door(
+        "mcp",
+        routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
+        lifespan=manager.run,
+        paths=("/mcp",),
+    )

@@ -1,0 +1,138 @@
+"""The MCP server (the official ``mcp`` SDK's low-level ``Server``) over the tools of ``McpCalls``.
+
+The SDK does the wire: both protocol generations (the ``initialize`` handshake of 2025-11-25 and
+earlier, and the stateless 2026-07-28 revision with ``server/discover``), stdio and streamable
+HTTP, progress notifications (``report_progress`` sends one only when the request carried a
+progress token) and ``notifications/cancelled`` (it cancels the handler, which cancels the run).
+This module maps ``tools/list`` to ``McpCalls.tools`` and ``tools/call`` to ``McpCalls.call``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from runner.serve.mcp.calls import CallAnswer, McpCalls, UnknownTool
+from runner.serve.mcp.tools import ToolShape
+from runner.version import __version__
+
+__all__ = ["HANGUP_SCOPE", "KEY_SCOPE", "Hangup", "build_server"]
+
+#: Where the HTTP door leaves the API key a request was authorized with (its ASGI scope).
+KEY_SCOPE = "runner.mcp.key"
+#: Where the HTTP door leaves the ``Hangup`` of a request (its ASGI scope).
+HANGUP_SCOPE = "runner.mcp.hangup"
+
+
+class Hangup:
+    """Tells the calls a POST carries that its client hung up (the HTTP door fires it).
+
+    The 2025 generation keeps a call running when its stream closes (the SDK waits for a
+    ``notifications/cancelled`` that a vanished client never sends); the door stops it instead,
+    since nobody can read its answer any more (there is no event store to resume a stream from).
+    """
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._scopes: list[anyio.CancelScope] = []
+
+    def fire(self) -> None:
+        self.fired = True
+        for scope in self._scopes:
+            scope.cancel()
+
+    def watch(self, scope: anyio.CancelScope) -> None:
+        self._scopes.append(scope)
+        if self.fired:
+            scope.cancel()
+
+
+def _hangup(ctx: ServerRequestContext[Any, Any]) -> Hangup | None:
+    scope = getattr(ctx.request, "scope", None)
+    hangup = scope.get(HANGUP_SCOPE) if isinstance(scope, dict) else None
+    return hangup if isinstance(hangup, Hangup) else None
+
+
+INSTRUCTIONS = (
+    "Each tool is an agent (or a workflow of agents). Call it with a message; its answer carries a "
+    "session_id: pass it back as session_id to continue that conversation."
+)
+
+
+def _tool(shape: ToolShape) -> types.Tool:
+    return types.Tool(
+        name=shape.name,
+        title=shape.name,
+        description=shape.description,
+        input_schema=shape.input_schema,
+        output_schema=shape.output_schema,
+        annotations=types.ToolAnnotations(**shape.annotations()),
+    )
+
+
+def _result(answer: CallAnswer) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=answer.text)],
+        structured_content=answer.structured,
+        is_error=answer.is_error,
+    )
+
+
+def caller_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The API key the HTTP request was authorized with (None over stdio, or without keys)."""
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        key = scope.get(KEY_SCOPE)
+        return key if isinstance(key, str) else None
+    return None
+
+
+def build_server(
+    calls: McpCalls, *, key_of: Callable[[ServerRequestContext[Any, Any]], str | None] = caller_key
+) -> Server[Any]:
+    """The SDK server answering ``tools/list`` and ``tools/call`` from ``calls``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_tool(shape) for shape in calls.tools()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        step = 0
+
+        async def progress(message: str) -> None:
+            nonlocal step
+            step += 1
+            await ctx.session.report_progress(step, None, message)
+
+        answer: CallAnswer | None = None
+        with anyio.CancelScope() as scope:
+            hangup = _hangup(ctx)
+            if hangup is not None:
+                hangup.watch(scope)
+            try:
+                answer = await calls.call(params.name, params.arguments, key=key_of(ctx), progress=progress)
+            except UnknownTool as exc:
+                raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        if answer is None:  # the client hung up: nobody reads this
+            return _result(CallAnswer("the client went away; the run was stopped", is_error=True))
+        return _result(answer)
+
+    return Server(
+        "runner",
+        version=__version__,
+        title="runner agents",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=calls.input_schema,  # the 2026 path checks Mcp-Param-* headers with it
+    )

@@ -1,0 +1,42 @@
+"""``runner mcp``: the served agents as MCP tools over stdio (what a desktop client's config starts).
+
+stdout carries the protocol only: progress lines and warnings go to ``report`` (stderr). One
+client, no keys: every conversation it starts it may continue. ``watch`` reloads edited agent
+files between calls, as ``runner serve --watch`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from runner.serve.conversations import Conversations
+from runner.serve.mcp.calls import McpCalls
+from runner.serve.mcp.server import build_server
+from runner.serve.reload import CatalogHolder
+from runner.serve.state import ServeState
+
+__all__ = ["serve_stdio"]
+
+
+async def serve_stdio(holder: CatalogHolder, *, watch: bool = False, report: Callable[[str], None]) -> None:
+    """Answer MCP on this process's stdin/stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    state = ServeState(holder, watch=watch, report=report)
+    server = build_server(McpCalls(state, Conversations(holder.settings.home)))
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(holder.watch(stop=stop, report=report)) if watch else None
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        stop.set()
+        for run in list(state.runs):
+            run.cancel()
+        tasks = [run.task for run in state.runs if run.task is not None]
+        if watcher is not None:
+            tasks.append(watcher)
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+        await holder.aclose()
