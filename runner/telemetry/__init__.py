@@ -40,6 +40,7 @@ __all__ = [
     "inject",
     "item",
     "remove_recorder",
+    "setup",
     "step",
     "tool",
     "workflow",
@@ -130,6 +131,31 @@ def enable(**options: Any) -> None:
     _active = True
     if old is not None:
         old.shutdown()
+
+
+def setup(on: bool) -> bool:
+    """The ``--otel`` switch of a command (``on``: the flag or ``RUNNER_OTEL``): tracing on, exported
+    over OTLP as ``OTEL_*`` say, flushed (within a bounded wait) when the process ends. Off when
+    ``OTEL_SDK_DISABLED=true``. Whether tracing is on."""
+    import os
+
+    if not on or os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or _tracing is not None:
+        return _tracing is not None
+    try:
+        import opentelemetry.exporter.otlp.proto.http
+        import opentelemetry.sdk  # noqa: F401
+    except ImportError:
+        from runner.errors import ConfigError
+
+        raise ConfigError(
+            "--otel needs the OpenTelemetry SDK and its OTLP exporter",
+            hint="pip install 'runner[otel]'",
+        ) from None
+    import atexit
+
+    enable()
+    atexit.register(flush, 2.0)
+    return True
 
 
 def disable() -> None:

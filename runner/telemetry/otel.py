@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -147,6 +148,8 @@ class Tracing:
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
+        for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
+            logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
         self.capture_content = capture_content_setting() if capture_content is None else capture_content
         self.latest = _latest()
         self._environment = frozenset(environment_secrets(os.environ))
@@ -249,13 +252,34 @@ class Tracing:
     # ----------------------------------------------------------------- the end
 
     def flush(self, timeout_s: float) -> None:
-        """Export what is queued, waiting at most ``timeout_s``."""
-        self.provider.force_flush(int(timeout_s * 1000))
-        self.meters.force_flush(int(timeout_s * 1000))
+        """Export what is queued, waiting at most ``timeout_s`` (the SDK's own flush exports in the
+        caller's thread for as long as the exporter's timeout: a slow endpoint would hold the exit)."""
+
+        def work() -> None:
+            self.provider.force_flush(int(timeout_s * 1000))
+            self.meters.force_flush(int(timeout_s * 1000))
+
+        worker = threading.Thread(target=work, name="runner-otel-flush", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if worker.is_alive() and not self.exporter.warned:
+            self.exporter.warned = True
+            log.warning(
+                "could not export spans over OTLP within %g s (%s); they are dropped, the run is not",
+                timeout_s,
+                os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                or "http://localhost:4318",
+            )
 
     def shutdown(self) -> None:
         """Flush (bounded) and stop the providers."""
         self.flush(2.0)
+        worker = threading.Thread(target=self._stop, name="runner-otel-shutdown", daemon=True)
+        worker.start()
+        worker.join(2.0)
+
+    def _stop(self) -> None:
         self.provider.shutdown()
         self.meters.shutdown(timeout_millis=2000)
 
