@@ -36,5 +36,8 @@ class Door:
 
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
+    from runner.serve import metrics
+
     doors: list[Door] = []
+    doors.append(Door(**metrics.door(state)))
     return doors

@@ -39,6 +39,7 @@ __all__ = [
     "hook_decision",
     "inject",
     "item",
+    "model_retry",
     "remove_recorder",
     "setup",
     "step",
@@ -209,16 +210,17 @@ class Scope:
     def __enter__(self) -> Scope:
         self._start = time.perf_counter()
         tracing = _tracing
+        context: Any = None
         if tracing is not None:
             parent = None
             if self.kind == "tool":
                 agent = _agent.get()
                 parent = agent[0] if agent is not None else None
             self.span, self._token, context = tracing.start(self.name, self.attributes, parent)
-            if self.kind == "agent":
-                self._agent_token = _agent.set((context, str(self.attributes.get("gen_ai.agent.name", ""))))
-                self._secrets = _secrets.get() | (self._secrets or frozenset())
-                self._agent_token = (self._agent_token, _secrets.set(self._secrets))
+        if self.kind == "agent":
+            name = str(self.attributes.get("gen_ai.agent.name", ""))
+            self._secrets = _secrets.get() | (self._secrets or frozenset())
+            self._agent_token = (_agent.set((context, name)), _secrets.set(self._secrets))
         for recorder in _recorders:
             recorder.started(self.kind, self.attributes)
         return self
@@ -227,9 +229,9 @@ class Scope:
         error = _error_type(exc) if exc is not None else self.attributes.get("error.type")
         if self.span is not None:
             _tracing.end(self.span, self._token, self.attributes, error, exc)
-            if self._agent_token is not None:
-                _agent.reset(self._agent_token[0])
-                _secrets.reset(self._agent_token[1])
+        if self._agent_token is not None:
+            _agent.reset(self._agent_token[0])
+            _secrets.reset(self._agent_token[1])
         duration = time.perf_counter() - self._start
         for recorder in _recorders:
             recorder.ended(self.kind, self.attributes, duration, error)
@@ -292,8 +294,26 @@ def _error_type(exc: BaseException) -> str:
 
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
-    kind = getattr(exc, "kind", None)  # a ModelError's kind (rate_limit, timeout, ...)
-    return kind if isinstance(kind, str) and kind else type(exc).__name__
+    status = getattr(exc, "status", None)  # a ModelError's HTTP status, as the conventions name it
+    return str(status) if isinstance(status, int) else type(exc).__name__
+
+
+def failure_kind(exc: BaseException) -> str:
+    """A model error's kind for metrics: ``rate_limit`` (429), ``server`` (5xx), ``client``, ``network``."""
+    status = getattr(exc, "status", None)
+    if not isinstance(status, int):
+        return "network"
+    return "rate_limit" if status == 429 else "server" if status >= 500 else "client"
+
+
+def model_retry(model: str, error: BaseException, wait_s: float) -> None:
+    """A model call is retried after ``wait_s`` (a ``runner.model.retry`` event, counted by kind)."""
+    if _active:
+        kind = failure_kind(error)
+        count(
+            "runner.model.retry",
+            {"gen_ai.request.model": model, "runner.retry.kind": kind, "runner.retry.wait_s": wait_s},
+        )
 
 
 def provider_of(model: str) -> str:
