@@ -22,16 +22,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypedDict
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -54,6 +46,8 @@ class ServeMetrics:
     """One app's registry and instruments."""
 
     def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self.redact = Redactor(environment_secrets(os.environ))
         self.requests = Counter(
@@ -101,6 +95,8 @@ class ServeMetrics:
 
     def scrape(self) -> bytes:
         """The registry in Prometheus' text format."""
+        from prometheus_client import generate_latest
+
         return generate_latest(self.registry)
 
 
@@ -227,10 +223,15 @@ class DoorParts(TypedDict):
 
 def door(state: ServeState) -> DoorParts:
     """``GET /metrics`` on ``state``'s app, and the recorder that fills its registry while it runs."""
-    metrics = _by_state[id(state)] = ServeMetrics()
+    try:
+        metrics = _by_state[id(state)] = ServeMetrics()
+    except ImportError:  # prometheus-client is in the otel extra, not the serve one
+        return _not_installed()
 
     async def scrape(request: Request) -> Response:
         state.authorize(request)
+        from prometheus_client import CONTENT_TYPE_LATEST
+
         return Response(metrics.scrape(), media_type=CONTENT_TYPE_LATEST)
 
     @asynccontextmanager
@@ -248,3 +249,18 @@ def door(state: ServeState) -> DoorParts:
 
     routes: list[BaseRoute] = [Route("/metrics", scrape, methods=["GET"])]
     return DoorParts(name="metrics", routes=routes, lifespan=lifespan, paths=["/metrics"])
+
+
+def _not_installed() -> DoorParts:
+    """``/metrics`` without prometheus-client: a 501 that says what to install."""
+
+    async def missing(request: Request) -> Response:
+        body = {"error": {"message": "GET /metrics needs prometheus-client: pip install 'runner[otel]'"}}
+        return JSONResponse(body, status_code=501)
+
+    @asynccontextmanager
+    async def nothing() -> AsyncIterator[None]:
+        yield
+
+    routes: list[BaseRoute] = [Route("/metrics", missing, methods=["GET"])]
+    return DoorParts(name="metrics", routes=routes, lifespan=nothing, paths=["/metrics"])
