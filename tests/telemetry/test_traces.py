@@ -130,3 +130,30 @@ def traces_tracing() -> object:
     import runner.telemetry as telemetry
 
     return telemetry._tracing
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["httpx fast path", "litellm"])
+async def test_a_model_request_carries_the_chat_spans_traceparent(
+    tmp_path: Path, traces: Traces, fast_path: bool
+) -> None:
+    from runner.testing import ScriptedServer
+
+    path = write_agent(tmp_path, "")
+    with ScriptedServer([{"content": "Hi"}]) as server:
+        run = await run_agent(path, "Hello", server=server, fast_path=fast_path)
+        sent = server.headers[0].get("traceparent", "")
+    assert run.output == "Hi"
+    chat = traces.one("chat openai/scripted")
+    assert sent.split("-")[:3] == ["00", f"{chat.context.trace_id:032x}", f"{chat.context.span_id:016x}"]
+
+
+def test_off_every_scope_is_the_one_no_op_and_nothing_is_sent() -> None:
+    import runner.telemetry as telemetry
+
+    assert not telemetry.active()
+    assert telemetry.agent("a", conversation_id="c", model="m") is telemetry.NOOP
+    assert telemetry.chat("m", stream=True) is telemetry.NOOP
+    assert telemetry.tool("t", call_id="1", agent_name="a") is telemetry.NOOP
+    assert telemetry.inject({}) == {} and telemetry.trace_headers() == {}
+    with telemetry.continue_trace({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}):
+        assert telemetry.trace_headers() == {}
