@@ -44,6 +44,8 @@ __all__ = [
     "setup",
     "step",
     "tool",
+    "trace_headers",
+    "worker_environment",
     "workflow",
 ]
 
@@ -451,6 +453,17 @@ def inject(carrier: MutableMapping[str, str]) -> MutableMapping[str, str]:
     if _tracing is not None:
         _tracing.inject(carrier)
     return carrier
+
+
+def worker_environment() -> dict[str, str]:
+    """What a worker process (a Ray actor) needs to trace as this process does: ``RUNNER_OTEL`` and
+    the ``OTEL_*`` settings; empty when tracing is off."""
+    if _tracing is None:
+        return {}
+    import os
+
+    names = [n for n in os.environ if n.startswith("OTEL_") or n == "RUNNER_OTEL_CONTENT"]
+    return {"RUNNER_OTEL": "true", **{n: os.environ[n] for n in names}}
 
 
 def trace_headers() -> dict[str, str]:
