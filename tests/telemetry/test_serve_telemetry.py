@@ -165,3 +165,30 @@ def test_a_malformed_traceparent_is_ignored_and_starts_a_new_trace(
     agent_span = traces.one("invoke_agent hello")
     assert agent_span.parent is None  # a root span: a trace of its own
     assert f"{agent_span.context.trace_id:032x}" != TRACE
+
+
+def test_a_rate_limited_model_call_is_counted_as_a_retry_and_a_wait(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    script = [
+        {"status": 429, "error": "slow down", "headers": {"Retry-After": "0"}},
+        {"content": "Hi"},
+    ]
+    with ScriptedServer(script) as model:
+        agent = tmp_path / "hello.yaml"
+        agent.write_text(
+            f"version: 1\nname: hello\nmodel:\n  id: openai/scripted\n  api_base: {model.base_url}\n"
+            "  api_key: ${SCRIPTED_API_KEY:-sk-test}\n  retries: 1\n"
+        )
+        served = serve([agent])
+        with served.http() as http:
+            answer = http.post(
+                "/v1/chat/completions",
+                json={"model": "hello", "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert answer.status_code == 200
+            samples = _samples(http.get("/metrics").text)
+    model_id = "openai/scripted"
+    assert _value(samples, "runner_model_retries_total", model=model_id, kind="rate_limit") == 1
+    assert _value(samples, "runner_rate_limit_waits_total", model=model_id) == 1
+    assert _value(samples, "runner_model_calls_total", agent="hello", model=model_id, outcome="ok") == 1
