@@ -62,6 +62,8 @@ def test_run_with_otel_exports_genai_spans_over_otlp(tmp_path: Path) -> None:
         assert agent_span.service == "my-agents"
         assert chat.attributes["gen_ai.provider.name"] == "openai"
         assert chat.attributes["gen_ai.response.model"] == "scripted"
+        # the GenAI metrics went out too, at exit
+        assert {"gen_ai.client.operation.duration", "gen_ai.client.token.usage"} <= set(receiver.metrics)
         # the model request carried the chat span's context (the httpx fast path)
         traceparent = server.headers[0].get("traceparent", "")
         assert traceparent.split("-")[1:3] == [chat.trace_id, chat.span_id], traceparent
