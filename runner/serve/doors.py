@@ -12,32 +12,16 @@ decides by itself what a model name runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-
-from starlette.routing import BaseRoute
-
+from runner.serve.door_spec import Door
 from runner.serve.state import ServeState
 
 __all__ = ["Door", "open_doors"]
 
 
-@dataclass(frozen=True)
-class Door:
-    """One protocol's routes and, optionally, what must run while the server does."""
-
-    name: str
-    routes: Sequence[BaseRoute] = ()
-    lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
-    #: the paths it answers, for the startup banner and docs/architecture.md's door table
-    paths: Sequence[str] = field(default=())
-
-
 def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
-    from runner.serve import metrics
+    from runner.serve.metrics import door as metrics_door
 
     doors: list[Door] = []
-    doors.append(Door(**metrics.door(state)))
+    doors.append(metrics_door(state))
     return doors

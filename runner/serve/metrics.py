@@ -18,9 +18,9 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypedDict
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,9 +29,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import runner.telemetry as telemetry
 from runner.redact import Redactor, environment_secrets
+from runner.serve.door_spec import Door
 from runner.serve.state import ServeState
 
-__all__ = ["DoorParts", "ServeMetrics", "ServeTelemetry", "door"]
+__all__ = ["ServeMetrics", "ServeTelemetry", "door"]
 
 _LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 #: The app whose request this is (set by the middleware, inherited by the run's tasks), and the
@@ -211,17 +212,7 @@ class ServeTelemetry:
                 metrics.first_byte.labels(endpoint).observe(first)
 
 
-class DoorParts(TypedDict):
-    """A ``runner.serve.doors.Door``'s fields (``Door(**door(state))``: this module cannot import
-    ``doors``, which imports it; every import counts as a cycle)."""
-
-    name: str
-    routes: Sequence[BaseRoute]
-    lifespan: Callable[[], AbstractAsyncContextManager[None]]
-    paths: Sequence[str]
-
-
-def door(state: ServeState) -> DoorParts:
+def door(state: ServeState) -> Door:
     """``GET /metrics`` on ``state``'s app, and the recorder that fills its registry while it runs."""
     try:
         metrics = _by_state[id(state)] = ServeMetrics()
@@ -248,10 +239,10 @@ def door(state: ServeState) -> DoorParts:
             _by_state.pop(id(state), None)
 
     routes: list[BaseRoute] = [Route("/metrics", scrape, methods=["GET"])]
-    return DoorParts(name="metrics", routes=routes, lifespan=lifespan, paths=["/metrics"])
+    return Door(name="metrics", routes=routes, lifespan=lifespan, paths=["/metrics"])
 
 
-def _not_installed() -> DoorParts:
+def _not_installed() -> Door:
     """``/metrics`` without prometheus-client: a 501 that says what to install."""
 
     async def missing(request: Request) -> Response:
@@ -263,4 +254,4 @@ def _not_installed() -> DoorParts:
         yield
 
     routes: list[BaseRoute] = [Route("/metrics", missing, methods=["GET"])]
-    return DoorParts(name="metrics", routes=routes, lifespan=nothing, paths=["/metrics"])
+    return Door(name="metrics", routes=routes, lifespan=nothing, paths=["/metrics"])
