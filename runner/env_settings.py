@@ -34,6 +34,11 @@ class Settings(BaseSettings):
         description="Reach `openai/...` models that have an `api_base` with a thin httpx client instead of "
         "litellm (same behaviour, ~4 s less start-up); false sends every model through litellm.",
     )
+    otel: bool = Field(
+        False,
+        description="Export OpenTelemetry traces and metrics over OTLP, as `--otel` does (configured by "
+        "the standard `OTEL_*` variables: `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`, ...).",
+    )
     serve_api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Bearer keys `runner serve` accepts (comma-separated)."
     )

@@ -20,7 +20,7 @@ TOOLSETS = Path(toolsets.__file__).resolve().parent
 #: Lowest first; a package may import only packages of a lower rank (docs/architecture.md).
 LAYERS: list[set[str]] = [
     {"errors", "text", "redact", "version"},
-    {"resources", "env_settings"},
+    {"resources", "env_settings", "telemetry"},
     {"agentfile"},
     {"tools", "audit"},
     {"models"},

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.batch.inputs import BatchItem
 from runner.batch.item_result import ItemResult
 from runner.errors import ModelError
@@ -86,15 +87,17 @@ class ItemRunnerBase:
         """
         started = time.monotonic()
         result = self._result(item, status="error", error=item.problem, attempts=0)
-        if item.problem is None:
-            attempt, number = self.attempts(item), 0
-            while True:
-                number += 1
-                result = await attempt(number)
-                if not result.transient or number > self.retries or self._interrupted:
-                    break
-                delay, _ = RETRY_POLICY.delay(number - 1, result.retry_after)
-                await self._sleep(delay)
+        with telemetry.item(item.line, key=str(item.id)) as traced:
+            if item.problem is None:
+                attempt, number = self.attempts(item), 0
+                while True:
+                    number += 1
+                    result = await attempt(number)
+                    if not result.transient or number > self.retries or self._interrupted:
+                        break
+                    delay, _ = RETRY_POLICY.delay(number - 1, result.retry_after)
+                    await self._sleep(delay)
+            traced.set({"runner.batch.status": result.status, "runner.batch.attempts": result.attempts})
         result.duration_s = round(time.monotonic() - started, 4)
         return result
 

@@ -15,10 +15,12 @@ This module imports nothing of Ray: the driver wraps these classes with ``ray.re
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.batch.inputs import BatchItem
 from runner.batch.item import ItemRunner
 from runner.batch.limiter import RateLimiter
@@ -101,6 +103,7 @@ class ItemActor:
 
         if self._runner is not None:
             return self._runner
+        telemetry.setup(os.environ.get("RUNNER_OTEL") == "true")  # the driver's --otel
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:
             if self._runner is None:
@@ -132,10 +135,12 @@ class ItemActor:
             return f"{type(exc).__name__}: {exc}"
         return None
 
-    async def run(self, item: BatchItem) -> dict[str, Any]:
-        """One item as its ``ItemResult`` record, with ``interrupted``."""
+    async def run(self, item: BatchItem, trace: dict[str, str] | None = None) -> dict[str, Any]:
+        """One item as its ``ItemResult`` record, with ``interrupted``; ``trace``: the driver's
+        trace context (the item's spans continue the batch's trace)."""
         runner = await self._open()
-        result = await runner.run(item)
+        with telemetry.continue_trace(trace):
+            result = await runner.run(item)
         return {**result.as_record(), "interrupted": result.interrupted}
 
     def interrupt(self) -> None:
@@ -148,6 +153,7 @@ class ItemActor:
         return os.getpid()
 
     async def close(self) -> None:
+        telemetry.flush(2.0)
         runtime, self._runtime, self._runner = self._runtime, None, None
         if runtime is not None:
             await runtime.aclose()

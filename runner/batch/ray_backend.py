@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import AgentConfig
 from runner.batch.batch import Batch
 from runner.batch.inputs import BatchItem
@@ -220,7 +221,10 @@ class RayBatch(Batch):
         runtime_env = {
             "working_dir": str(root),
             "excludes": EXCLUDES,
-            "env_vars": referenced_env(self.config, self.variables.keys(), agent_name=self.agent_name),
+            "env_vars": {
+                **referenced_env(self.config, self.variables.keys(), agent_name=self.agent_name),
+                **telemetry.worker_environment(),  # the workers trace as the driver does
+            },
         }
         # ray.init took the job's runtime_env; the caller's own Ray session keeps its job's
         # working_dir, and the actors get the variables
@@ -349,7 +353,7 @@ class RayBatch(Batch):
             index = self._pick()
             self._busy[index] += 1
             try:
-                record = await self._pool[index].run.remote(item)
+                record = await self._pool[index].run.remote(item, telemetry.trace_headers())
             except ray.exceptions.ActorUnavailableError as exc:
                 lost = _first_line(exc)
                 if self._down.get(index, 0.0) <= time.monotonic():  # newly down: it died

@@ -75,6 +75,13 @@ def batch(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
+        ),
+    ] = False,
     rev: RevOption = None,
     html: Annotated[
         Path | None,
@@ -89,6 +96,9 @@ def batch(
 
     Example: runner batch agent.yaml tickets.jsonl -o answers.jsonl --concurrency 16 --max-cost-usd 5
     """
+    from runner.cli.otel_switch import start_telemetry
+
+    start_telemetry(otel)
     from runner.batch import BatchLimits
     from runner.cli.batch_cmd import BatchCommand, run_batch_command
     from runner.cli.commands import runtime_settings

@@ -154,7 +154,7 @@ def run_batch_command(command: BatchCommand, settings: Any) -> int:
         started = time.monotonic()
         out.open()
         try:
-            interrupted = _run(batch, out, total)
+            interrupted = _run(batch, out, total, command.agent)
         finally:
             out.close()
         if command.ordered:
@@ -182,10 +182,12 @@ def _put_in_order(out: OutFile, index: InputIndex) -> None:
         ) from None
 
 
-def _run(batch: Batch, out: OutFile, total: int) -> bool:
+def _run(batch: Batch, out: OutFile, total: int, name: str = "") -> bool:
     """Run the batch on an event loop; Ctrl+C stops it (a second one at once). Whether it was."""
 
     async def main() -> None:
+        import runner.telemetry as telemetry
+
         progress = BatchProgress(batch.stats, total=total)
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
@@ -204,10 +206,11 @@ def _run(batch: Batch, out: OutFile, total: int) -> bool:
         progress.start()
         try:
             # closed at once when a write fails: the workers stop before the error is shown
-            async with contextlib.aclosing(batch.results()) as results:
-                async for result in results:
-                    if not result.interrupted:
-                        out.write(result)
+            with telemetry.batch(name, items=total):
+                async with contextlib.aclosing(batch.results()) as results:
+                    async for result in results:
+                        if not result.interrupted:
+                            out.write(result)
         finally:
             progress.stop()
             loop.remove_signal_handler(signal.SIGINT)

@@ -60,6 +60,13 @@ def run(
         bool,
         typer.Option("--replay-loose", help="With --replay: warn on a changed request instead of failing."),
     ] = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
+        ),
+    ] = False,
     rev: RevOption = None,
 ) -> None:
     """Run an agent on prompts (-p), interactively (-i), or both.
@@ -70,6 +77,9 @@ def run(
         raise ConfigError("--record and --replay cannot be used together")
     if replay_loose and replay is None:
         raise ConfigError("--replay-loose only changes --replay: give --replay FILE too")
+    from runner.cli.otel_switch import start_telemetry
+
+    start_telemetry(otel)
     from runner.cli.commands import run_agent
 
     code = run_agent(

@@ -52,12 +52,22 @@ def serve(
             "(for clients that do not render them; RUNNER_SERVE_TOOL_DETAILS=false).",
         ),
     ] = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
+        ),
+    ] = False,
     rev: RevOption = None,
 ) -> None:
     """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...).
 
     Example: runner serve agents/ --port 8000 --watch
     """
+    from runner.cli.otel_switch import start_telemetry
+
+    start_telemetry(otel)
     from runner.cli.serve_cmd import run_serve
 
     raise typer.Exit(

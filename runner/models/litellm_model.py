@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.errors import ConfigError, ModelError, RunnerError
 from runner.models.accumulate import ToolCallAccumulator, new_call_id
 from runner.models.base import (
@@ -282,6 +283,8 @@ class LiteLLMModel:
             arguments["tools"] = request.tools
         if stream and "stream_options" not in arguments:
             arguments["stream_options"] = {"include_usage": True}
+        if telemetry.enabled():  # the chat span's context, W3C traceparent
+            arguments["extra_headers"] = dict(telemetry.inject({**(arguments.get("extra_headers") or {})}))
         return arguments
 
     def _usage(self, data: Any) -> Usage:

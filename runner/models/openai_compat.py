@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import httpx
 
+import runner.telemetry as telemetry
 from runner.errors import ModelError
 from runner.models.accumulate import ToolCallAccumulator, new_call_id
 from runner.models.base import (
@@ -181,6 +182,8 @@ class OpenAICompatModel:
         body["stream"] = stream
         if stream:
             body.setdefault("stream_options", {"include_usage": True})
+        if telemetry.enabled():  # the chat span's context, W3C traceparent
+            headers = dict(telemetry.inject({**headers}))
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), timeout, headers
 
     def _parse_chunk(self, data: bytes) -> dict[str, Any]:

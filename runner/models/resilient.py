@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.errors import ModelError
 from runner.models.base import Model, Reply, Request, StreamEvent, StreamingUnsupported, events_of
 from runner.models.notices import notify
@@ -181,6 +182,7 @@ class ResilientModel:
         delay, why = self.policy.delay(attempt, error.retry_after)
         reason = error.message.removeprefix(f"{model.name}: ").rstrip(".")
         notify(f"{model.name}: {reason}; retrying in {delay:.1f} s{why} ({attempt + 1} of {self.retries})")
+        telemetry.model_retry(model.name, error, delay)
         await _sleep(delay)
 
     def _failure(self, errors: dict[int, ModelError]) -> ModelError:

@@ -42,6 +42,7 @@ from runner.serve.engine import RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
 from runner.serve.http import JSON, read_body, require_json, unless_disconnected
+from runner.serve.metrics import ServeTelemetry
 from runner.serve.outward import outward
 from runner.serve.protocol import ApiError, ChatRequest
 from runner.serve.reload import CatalogHolder
@@ -241,6 +242,7 @@ def create_app(
             Middleware(
                 HostGuard, check_host=check_host, allowed_hosts=allowed_hosts, allowed_origins=origins
             ),
+            Middleware(ServeTelemetry, state=state),  # traceparent in, /metrics' request counts
             Middleware(
                 CORSMiddleware,
                 allow_origins=origins,

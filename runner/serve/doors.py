@@ -24,10 +24,12 @@ def open_doors(state: ServeState) -> list[Door]:
     """Every door beside Chat Completions, built on ``state``."""
     from runner.serve.a2a.door import door as a2a_door
     from runner.serve.mcp.door import door as mcp_door
+    from runner.serve.metrics import door as metrics_door
     from runner.serve.responses import door as responses_door
 
     doors: list[Door] = []
     doors.append(responses_door(state))
     doors.append(mcp_door(state))
     doors.append(a2a_door(state))
+    doors.append(metrics_door(state))
     return doors

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import LimitsConfig
 from runner.errors import LimitReached
 from runner.models.base import ToolCall
@@ -236,15 +237,17 @@ class ToolGate:
     async def run(self, call: ToolCall, step: StepCalls) -> GateResult:
         """Run one call through the gate; its result (never an exception but cancellation)."""
         passage = _Call(self.parts, call, step)
-        result = await execute_one(
-            call,
-            self.parts.registry,
-            self.parts.context,
-            default_timeout_s=self.parts.limits.tool_timeout_s,
-            output_chars=self.parts.limits.tool_output_chars,
-            before=passage.before,
-            after=passage.after,
-            semaphore=step.semaphore,
-        )
+        with telemetry.tool(call.name, call_id=call.id, agent_name=self.parts.context.agent) as scope:
+            result = await execute_one(
+                call,
+                self.parts.registry,
+                self.parts.context,
+                default_timeout_s=self.parts.limits.tool_timeout_s,
+                output_chars=self.parts.limits.tool_output_chars,
+                before=passage.before,
+                after=passage.after,
+                semaphore=step.semaphore,
+            )
+            scope.tool_result(result, self.parts.registry.get(call.name))
         step.finished[call.id] = result
         return GateResult(result, passage.end or step.declined)

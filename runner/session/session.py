@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import AgentConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
@@ -231,14 +232,15 @@ class Session:
         turns: list[TurnResult] = []
         notices = model_notices.listen(self._model_notice)  # retries and waits, told to this user
         try:
-            waiting = continue_waiting and self.conversation.needs_continuation()
-            for text in inputs:
-                self.enqueue(text)
-            if not self._started:
-                self._started = True
-                await self._session_start()
-            if self.ended is None:
-                await self._drain(turns, waiting)
+            with telemetry.agent(**_traced(self.runtime, self.session_id, self.model.name)):
+                waiting = continue_waiting and self.conversation.needs_continuation()
+                for text in inputs:
+                    self.enqueue(text)
+                if not self._started:
+                    self._started = True
+                    await self._session_start()
+                if self.ended is None:
+                    await self._drain(turns, waiting)
         finally:
             model_notices.stop(notices)
             _current.reset(token)
@@ -282,6 +284,9 @@ class Session:
             **({} if text is not None else {"continued": True}),
         )
         result = await Turn(self).run(text)
+        telemetry.count(
+            "runner.turn", {"runner.turn": conversation.turn, "runner.turn.reason": result.reason}
+        )
         # A client_tools turn goes on later; Ctrl+C in turn_post / loop_continue ends the run.
         if result.reason not in ("interrupted", "client_tools") and not await self._after_turn():
             result = dataclasses.replace(result, reason="interrupted")
@@ -579,5 +584,28 @@ class Session:
         self.sink(Note(text, "warning", source="model"))
 
     def record_event(self, name: str, **data: Any) -> None:
-        """Write an event record to the transcript."""
+        """Write an event record to the transcript (the ones a trace shows, on the current span too)."""
         self.conversation.event(name, **data)
+        if name in _TRACED and telemetry.active():
+            telemetry.count(f"runner.{name}", {f"runner.{k}": v for k, v in data.items() if _plain(v)})
+
+
+#: The transcript events that are span events as well.
+_TRACED = frozenset({"reload", "limit", "hook", "interrupt", "queue_drop", "compress", "model"})
+
+
+def _plain(value: object) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _traced(runtime: AgentRuntime, session_id: str, model: str) -> dict[str, Any]:
+    """What the ``invoke_agent`` span says of the run: agent, conversation, model, file, revision."""
+    where = runtime.provenance.revision or runtime.provenance.git or {}
+    return {
+        "name": runtime.name,
+        "conversation_id": session_id,
+        "model": model,
+        "path": str(runtime.config.path),
+        "revision": where.get("commit") or runtime.provenance.config_sha256[:16] or None,
+        "secrets": runtime.config.secrets,
+    }

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import LimitsConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models.base import (
@@ -322,8 +323,22 @@ class Turn:
         started: dict[str, asyncio.Task[GateResult]] | None,
         streamed: list[str],
     ) -> Reply:
-        session = self.session
         request = self._request()
+        with telemetry.chat(request.model, stream=request.stream, params=request.params) as scope:
+            scope.content("gen_ai.input.messages", lambda: request.messages)
+            reply = await self._call_model(request, reader, started, streamed, scope)
+            scope.reply(reply)
+        return reply
+
+    async def _call_model(
+        self,
+        request: Request,
+        reader: ReplyReader,
+        started: dict[str, asyncio.Task[GateResult]] | None,
+        streamed: list[str],
+        scope: telemetry.Scope | telemetry.Noop,
+    ) -> Reply:
+        session = self.session
         if not session.stream:
             reply = reader.finish(await session.model.complete(request))
             if reply.reasoning:
@@ -335,7 +350,7 @@ class Turn:
         inner = session.model.stream(request)
         events = reader.wrap_stream(inner)
         try:
-            return await self._consume(events, started, streamed)
+            return await self._consume(events, started, streamed, scope)
         finally:
             # Both, deterministically (not when the collector finds them): the inner stream holds the
             # model's connection, and is closed even when closing the outer one fails.
@@ -349,11 +364,13 @@ class Turn:
         events: AsyncIterator[StreamEvent],
         started: dict[str, asyncio.Task[GateResult]] | None,
         streamed: list[str],
+        scope: telemetry.Scope | telemetry.Noop,
     ) -> Reply:
         session = self.session
         calls = self.calls
         assert calls is not None
         async for event in events:
+            scope.first_chunk()
             if self._first_token is None and not isinstance(event, Completed):
                 self._first_token = time.monotonic() - self._call_began
             if isinstance(event, TextDelta):

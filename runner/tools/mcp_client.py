@@ -33,6 +33,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+import runner.telemetry as telemetry
 from runner.errors import ToolError
 from runner.version import __version__
 
@@ -165,7 +166,11 @@ class McpClient:
             # The SDK's read timeout also sends notifications/cancelled; the outer one bounds the rest.
             async with asyncio.timeout(_bound(timeout, grace=1.0)):
                 return await connection.session.call_tool(
-                    name, arguments, read_timeout_seconds=_bound(timeout), progress_callback=on_progress
+                    name,
+                    arguments,
+                    read_timeout_seconds=_bound(timeout),
+                    progress_callback=on_progress,
+                    meta=cast(Any, telemetry.trace_headers()) or None,  # traceparent in _meta
                 )
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:

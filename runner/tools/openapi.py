@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urljoin, urlsplit, urlunsp
 
 import httpx
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ToolError
 from runner.tools.base import RunContext, Tool
@@ -177,7 +178,7 @@ class OpenApiCall:
                 request.method,
                 request.url,
                 params=request.params,
-                headers=request.headers,
+                headers=telemetry.inject(dict(request.headers)) if telemetry.enabled() else request.headers,
                 content=request.content,
             ) as response:
                 body, complete = await read_body(response, limit)

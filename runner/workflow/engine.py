@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import runner.telemetry as telemetry
 from runner.agentfile.config import AgentConfig
 from runner.agentfile.workflow import Step, WorkflowConfig
 from runner.errors import ConfigError, ModelError, RunnerError
@@ -190,7 +191,8 @@ class WorkflowEngine:
         output: Any = None
         transient = False
         try:
-            output = await self._run_steps()
+            with telemetry.workflow(self.workflow.name, conversation_id=self.record.session_id):
+                output = await self._run_steps()
             code = self.soft_code
             status = ("stopped" if self.stopped else "ok") if code == 0 else "limit"
         except Stop as stop:
@@ -293,7 +295,9 @@ class WorkflowEngine:
             if key not in self.finished:  # a --watch restart reuses quietly what this run did
                 self.on_event({"type": "step_reused", "key": key, "id": step.id})
         else:
-            outcome = await self._fresh(step, key, scope)
+            with telemetry.step(key, kind=step.kind) as traced:
+                outcome = await self._fresh(step, key, scope)
+                traced.set({"runner.step.status": outcome.status})
         if step.kind == "agent" and outcome.status in ("ok", "stopped"):
             self.finished[key] = outcome.output
         if outcome.status == "stopped":

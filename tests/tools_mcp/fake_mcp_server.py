@@ -2,7 +2,8 @@
 
 Pages of two tools (so listing must follow ``nextCursor``), broken input schemas, a tool that kills
 the process mid-call, one that adds a tool and announces ``notifications/tools/list_changed``, mixed
-content, ``isError`` and JSON-RPC errors. Every ``initialize`` appends a line to ``$FAKE_MCP_LOG``.
+content, ``isError`` and JSON-RPC errors. Every ``initialize`` appends a line to ``$FAKE_MCP_LOG``, and
+every ``tools/call`` its ``_meta`` (as JSON) to ``$FAKE_MCP_META_LOG`` (the trace context a client sent).
 
     python fake_mcp_server.py             serve on stdin/stdout
     python fake_mcp_server.py --exit-now  print a config error on stderr and exit 3 at once
@@ -96,6 +97,9 @@ def handle(message: dict[str, Any]) -> None:
             page["nextCursor"] = str(start + PAGE)
         send({"id": ident, "result": page})
     elif method == "tools/call":
+        if log := os.environ.get("FAKE_MCP_META_LOG"):
+            with open(log, "a", encoding="utf-8") as file:
+                file.write(json.dumps(params.get("_meta") or {}) + "\n")
         if params.get("name") == "rpc_error":
             send({"id": ident, "error": {"code": -32602, "message": "bad arguments for rpc_error"}})
             return

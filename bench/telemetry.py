@@ -1,0 +1,236 @@
+"""What seeing a run costs (issue 28): tracing on vs off per step, and ``/metrics`` under load.
+
+- per step, tracing off vs on exporting over OTLP/HTTP to a receiver on 127.0.0.1 (target 1.05x): a
+  session of 30 steps with one tool call each against the scripted server on the httpx fast path,
+  rounds interleaved, the median of per-round ratios;
+- tracing off imports nothing of OpenTelemetry (checked in the same process, before the first
+  round that turns it on);
+- ``GET /metrics`` while 64 streaming chat sessions run on ``runner serve`` (target: p99 under 50 ms).
+
+Run: ``python -m bench.telemetry [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from bench.common import paired_ratios, report
+from bench.loop import TOOLS_MODULE, stepping_script
+from runner.testing import ScriptedServer
+
+STEPS = 30
+
+
+@contextmanager
+def receiver() -> Iterator[str]:
+    """An OTLP/HTTP endpoint that takes every export (200, body read and dropped)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _agent(folder: Path, server: ScriptedServer) -> Path:
+    (folder / "bench_otel_tools.py").write_text(TOOLS_MODULE)
+    path = folder / "adder.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            version: 1
+            name: adder
+            model:
+              id: openai/scripted
+              api_base: {server.base_url}
+              api_key: ${{BENCH_API_KEY:-sk-bench}}
+            tools:
+              - python: bench_otel_tools
+            limits:
+              max_steps: {STEPS + 5}
+              max_tool_calls: {STEPS + 5}
+            """
+        )
+    )
+    return path
+
+
+async def _session(path: Path, server: ScriptedServer) -> float:
+    from runner.testing import run_agent
+
+    started = time.perf_counter()
+    run = await run_agent(path, "go", yes=True, server=server)
+    took = time.perf_counter() - started
+    assert run.output == "done", run.output
+    return took / STEPS
+
+
+def per_step(runs: int) -> bool:
+    """Tracing off vs on (OTLP to a local receiver), per step."""
+    import os
+
+    import runner.telemetry as telemetry
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-otel-"))
+    sys.path.insert(0, str(folder))
+    samples: dict[str, list[float]] = {"tracing off": [], "tracing on (OTLP to 127.0.0.1)": []}
+    with ScriptedServer(stepping_script(STEPS, 1), repeat=True) as server, receiver() as endpoint:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        path = _agent(folder, server)
+        asyncio.run(_session(path, server))  # warm: imports, the tools module
+        clean = not any(name.startswith("opentelemetry") for name in sys.modules)
+        for _ in range(runs):
+            samples["tracing off"].append(asyncio.run(_session(path, server)))
+            telemetry.enable()
+            try:
+                samples["tracing on (OTLP to 127.0.0.1)"].append(asyncio.run(_session(path, server)))
+            finally:
+                telemetry.disable()
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    ok = report(
+        f"tracing on vs off, per step ({STEPS} steps, median of {runs})",
+        medians,
+        floor="tracing off",
+        target=1.05,
+        ratios=paired_ratios(samples, "tracing off"),
+    )
+    print(f"{'tracing off imported no OpenTelemetry module':<46} {'yes' if clean else 'NO'}")
+    return ok and clean
+
+
+def _model_process(queue: Any) -> None:
+    """The scripted model in a process of its own: long streamed answers (40 chunks, 20 ms apart)."""
+    step = {"content": "word " * 40, "chunk_delay_s": 0.02}
+    with ScriptedServer([step], repeat=True, chunks=40) as model:
+        queue.put(model.base_url)
+        threading.Event().wait()
+
+
+def _load_process(url: str, sessions: int, streaming: Any, stop: Any, done: Any) -> None:
+    """``sessions`` streaming chats at once, each one again as soon as it ends, until ``stop``."""
+    import httpx
+
+    async def run() -> None:
+        limits = httpx.Limits(max_connections=sessions + 4)
+        async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+            body = {"model": "talker", "stream": True, "messages": [{"role": "user", "content": "talk"}]}
+
+            async def chat() -> None:
+                while not stop.is_set():
+                    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+                        async for _ in response.aiter_bytes():
+                            streaming.set()
+                    with done.get_lock():
+                        done.value += 1
+
+            await asyncio.gather(*(chat() for _ in range(sessions)), return_exceptions=True)
+
+    asyncio.run(run())
+
+
+def metrics_under_load(sessions: int = 64, scrapes: int = 200) -> bool:
+    """``/metrics`` latency while ``sessions`` streaming chats run at once (model and clients in
+    processes of their own; the server and the scraper here)."""
+    import multiprocessing
+
+    import httpx
+    import uvicorn
+
+    from runner.runtime import RuntimeSettings
+    from runner.serve.app import create_app
+    from runner.serve.catalog import load_catalog
+    from runner.serve.reload import CatalogHolder
+    from runner.serve.server import server_config
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    model = context.Process(target=_model_process, args=(queue,), daemon=True)
+    model.start()
+    base_url = queue.get(timeout=30)
+    folder = Path(tempfile.mkdtemp(prefix="bench-metrics-"))
+    path = folder / "talker.yaml"
+    path.write_text(f"version: 1\nname: talker\nmodel:\n  id: openai/scripted\n  api_base: {base_url}\n")
+    holder = CatalogHolder([path], load_catalog([path]))
+    app = create_app(holder, settings=RuntimeSettings(home=folder / "home", write_transcript=False))
+    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    streaming, stop, done = context.Event(), context.Event(), context.Value("i", 0)
+    load = context.Process(target=_load_process, args=(url, sessions, streaming, stop, done), daemon=True)
+    load.start()
+    latencies: list[float] = []
+    health: list[float] = []
+    try:
+        streaming.wait(30)
+        time.sleep(1.0)  # every session streaming
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for _ in range(scrapes):
+                started = time.perf_counter()
+                response = client.get("/metrics")
+                latencies.append(time.perf_counter() - started)
+                assert response.status_code == 200
+                started = time.perf_counter()
+                client.get("/health")  # the event loop's own delay, for reference
+                health.append(time.perf_counter() - started)
+                time.sleep(0.01)
+    finally:
+        stop.set()
+        load.join(30)
+        server.should_exit = True
+        thread.join(10)
+        model.terminate()
+    p50, p99 = _percentiles(latencies)
+    h50, h99 = _percentiles(health)
+    ok = p99 <= 0.050
+    print(f"## /metrics under {sessions} streaming sessions ({scrapes} scrapes, {done.value} streams done)")
+    print(f"{'/metrics p50':<46} {p50 * 1000:8.1f} ms")
+    print(f"{'/metrics p99':<46} {p99 * 1000:8.1f} ms  {'ok' if ok else 'OVER 50 ms'}")
+    print(f"{'/health p50 / p99 (the same loop, no work)':<46} {h50 * 1000:8.1f} / {h99 * 1000:.1f} ms")
+    return ok
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2], ordered[max(0, int(len(ordered) * 0.99) - 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.telemetry", description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="rounds of tracing off / on (default 7)")
+    args = parser.parse_args(argv)
+    ok = per_step(args.runs)
+    ok = metrics_under_load() and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
