@@ -31,10 +31,10 @@ def team_file(tmp_path: Path) -> Path:
 
 
 def _batch(path: Path, model: Any, inputs: list[Any], **options: Any) -> WorkflowBatch:
-    workflow = team_workflow(path)
-    assert workflow is not None
+    team = team_workflow(path)
+    assert team is not None
     settings = options.pop("settings", RuntimeSettings(write_transcript=False))
-    return WorkflowBatch(path, workflow, as_items(inputs), settings=settings, model=model, **options)
+    return WorkflowBatch(path, team.workflow, as_items(inputs), settings=settings, model=model, **options)
 
 
 async def _all(batch: WorkflowBatch) -> list[Any]:
