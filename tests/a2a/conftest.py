@@ -3,12 +3,9 @@ free port), and the ``a2a-sdk`` client made from the card the server gives."""
 
 from __future__ import annotations
 
-import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
 from runner.testing import ScriptedServer
+from tests.serve.conftest import AgentFiles as Agents
 
 
 class Served:
@@ -55,40 +53,11 @@ class Served:
         return f"{self.url}/a2a/{name}"
 
 
-@dataclass
-class Agents:
-    """Writes agent files on a scripted model into one folder."""
-
-    root: Path
-
-    def write(self, name: str, server: ScriptedServer, body: str = "", *, tools: str | None = None) -> Path:
-        text = textwrap.dedent(
-            f"""\
-            version: 1
-            name: {name}
-            description: the {name} agent, for tests
-            model:
-              id: openai/scripted
-              api_base: {server.base_url}
-              api_key: ${{SCRIPTED_API_KEY:-sk-test}}
-              retries: 0
-            """
-        )
-        text += textwrap.dedent(body).strip("\n") + "\n" if body.strip() else ""
-        if tools is not None:
-            module = f"a2a_tools_{uuid.uuid4().hex[:10]}"
-            (self.root / f"{module}.py").write_text(textwrap.dedent(tools), encoding="utf-8")
-            text += f"tools:\n  - python: {module}\n"
-        path = self.root / f"{name}.yaml"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-
 @pytest.fixture
 def agents(tmp_path: Path) -> Agents:
     root = tmp_path / "agents"
     root.mkdir()
-    return Agents(root)
+    return Agents(root, description="the {name} agent, for tests")
 
 
 @pytest.fixture

@@ -7,12 +7,9 @@ import json
 import os
 import socket
 import sys
-import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,7 @@ from runner.serve.app import create_app
 from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
-from runner.testing import ScriptedServer
+from tests.serve.conftest import AgentFiles as Agents
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers" / "node_modules"
@@ -89,40 +86,6 @@ def wait_for(condition: Callable[[], bool], *, timeout: float = 15.0, what: str 
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.01)
-
-
-@dataclass
-class Agents:
-    """Writes agent files (and their Python modules, under unique names) into one folder."""
-
-    root: Path
-
-    def write(
-        self, name: str, server: ScriptedServer, body: str = "", *, tools: str | None = None, hooks: str = ""
-    ) -> Path:
-        text = textwrap.dedent(
-            f"""\
-            version: 1
-            name: {name}
-            model:
-              id: openai/scripted
-              api_base: {server.base_url}
-              api_key: ${{SCRIPTED_API_KEY:-sk-test}}
-              retries: 0
-            """
-        )
-        text += textwrap.dedent(body).strip("\n") + "\n" if body.strip() else ""
-        if tools is not None:
-            module = f"mcp_tools_{uuid.uuid4().hex[:10]}"
-            (self.root / f"{module}.py").write_text(textwrap.dedent(tools), encoding="utf-8")
-            text += f"tools:\n  - python: {module}\n"
-        if hooks:
-            module = f"mcp_hooks_{uuid.uuid4().hex[:10]}"
-            (self.root / f"{module}.py").write_text(textwrap.dedent(hooks), encoding="utf-8")
-            text += f"hooks:\n  session_end:\n    - python: {module}:ended\n"
-        path = self.root / f"{name}.yaml"
-        path.write_text(text, encoding="utf-8")
-        return path
 
 
 @pytest.fixture

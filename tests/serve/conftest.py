@@ -378,9 +378,11 @@ class Served:
 
 @dataclass
 class AgentFiles:
-    """Writes agent files (and their tool modules, with unique names) into one folder."""
+    """Writes agent files on a scripted model (and their Python modules, under unique names) into one
+    folder: the serve doors' tests share it. ``description``: every agent's (``{name}`` filled in)."""
 
     root: Path
+    description: str | None = None
 
     def write(
         self,
@@ -391,7 +393,9 @@ class AgentFiles:
         tools: str | None = None,
         filename: str | None = None,
         model: str = "",
+        hooks: str = "",
     ) -> Path:
+        """``hooks``: a module whose ``ended`` runs as the agent's ``session_end`` hook."""
         text = textwrap.dedent(
             f"""\
             version: 1
@@ -404,14 +408,21 @@ class AgentFiles:
             """
         )
         text += textwrap.indent(textwrap.dedent(model).strip("\n"), "  ") + "\n" if model.strip() else ""
+        if self.description:
+            text += f"description: {self.description.format(name=name)}\n"
         text += textwrap.dedent(body).strip("\n") + "\n" if body.strip() else ""
         if tools is not None:
-            module = f"serve_tools_{uuid.uuid4().hex[:10]}"
-            (self.root / f"{module}.py").write_text(textwrap.dedent(tools), encoding="utf-8")
-            text += f"tools:\n  - python: {module}\n"
+            text += f"tools:\n  - python: {self._module('tools', tools)}\n"
+        if hooks:
+            text += f"hooks:\n  session_end:\n    - python: {self._module('hooks', hooks)}:ended\n"
         path = self.root / (filename or f"{name}.yaml")
         path.write_text(text, encoding="utf-8")
         return path
+
+    def _module(self, kind: str, source: str) -> str:
+        module = f"serve_{kind}_{uuid.uuid4().hex[:10]}"
+        (self.root / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        return module
 
 
 @pytest.fixture
