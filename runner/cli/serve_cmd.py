@@ -107,6 +107,9 @@ def run_serve(
     typer.echo(
         f"serving {counted(len(catalog.agents), 'agent')} at http://{shown}:{bound}/v1: {names}", err=True
     )
+    doors = [path for door in app.state.doors for path in door.paths[:1]]
+    if doors:  # the other protocols on the same port (docs/serving.md)
+        typer.echo(f"also at http://{shown}:{bound}: " + ", ".join(doors), err=True)
     for name, workflow in sorted(catalog.workflows.items()):  # a workflow runs its team's agents
         typer.echo(f"serving workflow {name} ({workflow.path.name}): {workflow.description()}", err=True)
     from runner.audit import summary_of

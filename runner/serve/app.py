@@ -255,4 +255,5 @@ def create_app(
         exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: server_error},
     )
     app.state.serve = state
+    app.state.doors = doors
     return app

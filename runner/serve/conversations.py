@@ -12,7 +12,8 @@ what a network door needs on top of that:
 - **one answer for every miss**: an unknown id, another key's id, an id the door never claimed and
   an expired one all raise the same ``ConversationNotFound`` (a door answers its protocol's 404 and
   says nothing about whether the id exists);
-- **idle expiry**: with ``idle_s``, a conversation whose transcript was last written longer ago is
+- **idle expiry**: with ``idle_s`` (``idle_seconds()``: ``RUNNER_SERVE_CONVERSATION_IDLE_S``, a day
+  by default, 0 for never), a conversation whose transcript was last written longer ago is
   not continued (its transcript stays for ``runner sessions``);
 - **one turn at a time**: ``lock(id)`` serializes requests that continue the same conversation.
 """
@@ -22,17 +23,23 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.errors import RunnerError, StorageError
+from runner.errors import ConfigError, RunnerError, StorageError
 from runner.store.disk import replace_atomically
 from runner.store.transcript import Transcript, read_transcript, sessions_dir
 
-__all__ = ["ConversationNotFound", "Conversations", "owner_tag"]
+__all__ = ["DEFAULT_IDLE_S", "IDLE_ENV", "ConversationNotFound", "Conversations", "idle_seconds", "owner_tag"]
+
+#: The idle time after which a door no longer continues a conversation (an A2A ``contextId``, an
+#: MCP ``session_id``); its transcript stays for ``runner sessions``.
+IDLE_ENV = "RUNNER_SERVE_CONVERSATION_IDLE_S"
+DEFAULT_IDLE_S = 24 * 3600.0
 
 #: A session id as ``new_session_id`` makes them: UTC stamp and 48 random bits.
 _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{12}")
@@ -40,6 +47,20 @@ _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{12}")
 
 class ConversationNotFound(RunnerError):
     """No conversation a caller may continue under that id (unknown, another key's, or expired)."""
+
+
+def idle_seconds(env: dict[str, str] | os._Environ[str] = os.environ) -> float | None:
+    """The conversation idle time (``RUNNER_SERVE_CONVERSATION_IDLE_S``; 0: never expires)."""
+    raw = env.get(IDLE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"{IDLE_ENV} must be a number of seconds (0: never), not {raw[:40]!r}")
+    return value or None
 
 
 def owner_tag(key: str | None) -> str:

@@ -5,6 +5,8 @@ client, many calls at once."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,22 @@ async def test_a_session_id_continues_in_the_other_generation_too(
             "helper", {"message": "two", "session_id": first.structured_content["session_id"]}
         )
     assert later.content[0].text == "heard: one | two"
+
+
+async def test_a_conversation_idle_past_the_limit_is_not_continued(
+    agents: Agents, scripted_server: Callable[..., Any], serve: Callable[..., Any], home: Path
+) -> None:
+    """RUNNER_SERVE_CONVERSATION_IDLE_S (a day by default), as on the A2A door."""
+    agents.write("helper", scripted_server(echo, repeat=True))
+    served = serve([agents.root])
+    async with http_client(served.mcp_url) as client:
+        first = await client.call_tool("helper", {"message": "one"})
+        session_id = first.structured_content["session_id"]
+        transcript = home / "sessions" / f"{session_id}.jsonl"
+        day_and_a_bit = time.time() - 24 * 3600 - 60
+        os.utime(transcript, (day_and_a_bit, day_and_a_bit))
+        later = await client.call_tool("helper", {"message": "two", "session_id": session_id})
+    assert later.is_error and "no conversation" in later.content[0].text
 
 
 async def test_keys_guard_the_door_and_own_the_conversations(

@@ -81,6 +81,12 @@ def test_runner_serve_answers_the_openai_sdk_and_stops_on_ctrl_c(
             line = process.stderr.readline()
         match = re.search(r"at (http://127\.0\.0\.1:\d+/v1): remote", line)
         assert match, line
+        doors = process.stderr.readline()  # the other protocols on the same port, each answering
+        assert doors.startswith("also at http://127.0.0.1:") and "/mcp" in doors, doors
+        for path in ("/v1/responses", "/mcp", "/a2a", "/metrics"):
+            assert path in doors, doors
+        assert httpx.get(match.group(1).removesuffix("/v1") + "/a2a").status_code == 200
+        assert httpx.get(match.group(1).removesuffix("/v1") + "/metrics").status_code == 200
         client = openai.OpenAI(base_url=match.group(1), api_key="none", max_retries=0)
         answer = client.chat.completions.create(model="remote", messages=[{"role": "user", "content": "hi"}])
         assert answer.choices[0].message.content == "Served from a subprocess."

@@ -15,7 +15,6 @@ The wire is the ``a2a-sdk``'s (its JSON-RPC and REST dispatchers, the 0.3 adapte
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,41 +31,22 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
-from runner.errors import ConfigError
 from runner.serve.a2a import tasks
 from runner.serve.a2a.card import agent_card
 from runner.serve.a2a.executor import RunnerExecutor, message_text
 from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
-from runner.serve.conversations import Conversations, owner_tag
+from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
 from runner.serve.http import JSON
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
 from runner.store.transcript import new_session_id
 
-__all__ = ["DEFAULT_IDLE_S", "IDLE_ENV", "A2AServing", "door_routes"]
-
-#: The idle time after which a conversation (``contextId``) is no longer continued.
-IDLE_ENV = "RUNNER_SERVE_CONVERSATION_IDLE_S"
-DEFAULT_IDLE_S = 24 * 3600.0
+__all__ = ["A2AServing", "door_routes"]
 
 _KEY = "runner.a2a.key"
 _AGENT = "runner.a2a.agent"
-
-
-def idle_seconds(env: dict[str, str] | os._Environ[str] = os.environ) -> float | None:
-    """The conversation idle time (``RUNNER_SERVE_CONVERSATION_IDLE_S``; 0: never expires)."""
-    raw = env.get(IDLE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_IDLE_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise ConfigError(f"{IDLE_ENV} must be a number of seconds (0: never), not {raw[:40]!r}")
-    return value or None
 
 
 class _Caller(ServerCallContextBuilder):

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from runner.serve.conversations import Conversations, owner_tag
+from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
 from runner.serve.http import JSON
 from runner.serve.mcp.calls import McpCalls
@@ -68,7 +68,7 @@ class _Endpoint:
 
 def door(state: ServeState) -> Door:
     """The MCP door of ``state``'s server: ``/mcp`` and the session manager's lifespan."""
-    calls = McpCalls(state, Conversations(state.catalog.settings.home))
+    calls = McpCalls(state, Conversations(state.catalog.settings.home, idle_s=idle_seconds()))
     manager = StreamableHTTPSessionManager(
         app=build_server(calls),
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),

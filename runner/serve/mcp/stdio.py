@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from runner.serve.conversations import Conversations
+from runner.serve.conversations import Conversations, idle_seconds
 from runner.serve.mcp.calls import McpCalls
 from runner.serve.mcp.server import build_server
 from runner.serve.reload import CatalogHolder
@@ -24,7 +24,7 @@ async def serve_stdio(holder: CatalogHolder, *, watch: bool = False, report: Cal
     from mcp.server.stdio import stdio_server
 
     state = ServeState(holder, watch=watch, report=report)
-    server = build_server(McpCalls(state, Conversations(holder.settings.home)))
+    server = build_server(McpCalls(state, Conversations(holder.settings.home, idle_s=idle_seconds())))
     stop = asyncio.Event()
     watcher = asyncio.create_task(holder.watch(stop=stop, report=report)) if watch else None
     try:
