@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 import runner.telemetry as telemetry
-from runner.agentfile.config import AgentConfig, TemplateSource
+from runner.agentfile.config import AgentConfig, LimitsConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
 from runner.models.base import Model, Request, Usage
@@ -78,17 +78,17 @@ class Session:
         model: Model | None = None,
         resume: Transcript | None = None,
     ) -> None:
-        self.runtime = runtime
-        self.host: RuntimeHost | None = None  # set by ``open``: the session then follows reloads
+        self._runtime = runtime
+        self._host: RuntimeHost | None = None  # set by ``open``: the session then follows reloads
         self.sink: EventSink = sink or _ignore
-        self.options = options or RunOptions()
-        self.session_id = session_id or (resume.session_id if resume is not None else new_session_id())
-        self.variables = runtime.prompts.variables(self.options.variables)
+        self._options = options or RunOptions()
+        self._session_id = session_id or (resume.session_id if resume is not None else new_session_id())
+        self._variables = runtime.prompts.variables(self.options.variables)
         self.current_input = ""
-        self.limits = lowered_limits(runtime.limits, self.options.limits)
-        self.budget = Budget(self.limits)
-        self.confirmation = Confirmation(assume_yes=self.options.assume_yes, ask=self.options.confirm)
-        self.hooks = SessionHooks(self)
+        self._limits = lowered_limits(runtime.limits, self.options.limits)
+        self._budget = Budget(self.limits)
+        self._confirmation = Confirmation(assume_yes=self.options.assume_yes, ask=self.options.confirm)
+        self._hooks = SessionHooks(self)
         self._model = model  # the session's own (/model, a test's); else the runtime's
         self._owns_model = False
         self._running: asyncio.Task[Any] | None = None  # what Ctrl+C stops: a step or a hook chain
@@ -98,12 +98,12 @@ class Session:
         self._dropped = 0
         self._stopped = False  # a hook stopped the run of queued inputs (this run)
         #: The tools the model called, in order (each run's share is its ``RunResult.tools``).
-        self.calls: list[str] = []
+        self._calls: list[str] = []
         self._lease: RuntimeHost | None = None  # the host this session holds its runtime from
         self._config_recorded = ""  # the configuration hash the transcript last recorded
-        self.ended: str | None = None
+        self._ended: str | None = None
         """Why a ``session_start`` hook ended the session; no turn runs after that."""
-        self.conversation = Conversation(open_transcript(self, resume))
+        self._conversation = Conversation(open_transcript(self, resume))
         self._apply_runtime()
         if resume is not None:
             self.conversation.restore(
@@ -113,6 +113,98 @@ class Session:
                 turns=resume.turns(),
             )
             self._started = True  # a resumed session already ran its session_start hooks
+
+    # ----------------------------------------------------------------- read-only state
+
+    @property
+    def runtime(self) -> AgentRuntime:
+        """The runtime the session runs on (a reload or a mode switch moves it to another)."""
+        return self._runtime
+
+    @property
+    def host(self) -> RuntimeHost | None:
+        """The host the session follows through reloads (None: it keeps its runtime)."""
+        return self._host
+
+    @property
+    def options(self) -> RunOptions:
+        """How the session was opened: variables, limits, confirmations, client tools."""
+        return self._options
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (its transcript's name)."""
+        return self._session_id
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """The template variables (the agent's, then the options'; ``set_variables`` changes them)."""
+        return self._variables
+
+    @property
+    def limits(self) -> LimitsConfig:
+        """The agent's limits, lowered by the options and ``lower_limits``."""
+        return self._limits
+
+    @property
+    def budget(self) -> Budget:
+        """What the session has spent of its limits."""
+        return self._budget
+
+    @property
+    def confirmation(self) -> Confirmation:
+        """Who answers ``ask`` tools, and what was refused."""
+        return self._confirmation
+
+    @property
+    def hooks(self) -> SessionHooks:
+        """The session's hook chains."""
+        return self._hooks
+
+    @property
+    def calls(self) -> list[str]:
+        """The tools the model called, in order (each run's share is its ``RunResult.tools``)."""
+        return self._calls
+
+    @property
+    def ended(self) -> str | None:
+        """Why a ``session_start`` hook ended the session; no turn runs after that."""
+        return self._ended
+
+    @property
+    def conversation(self) -> Conversation:
+        """The history, system prompt, prompt queue, turn counter and transcript."""
+        return self._conversation
+
+    @property
+    def output_plan(self) -> OutputPlan | None:
+        """How the session asks for a structured answer (None: no ``output:``)."""
+        return self._output_plan
+
+    @property
+    def tool_context(self) -> RunContext:
+        """What a tool sees of the session."""
+        return self._tool_context
+
+    @property
+    def stream(self) -> bool:
+        """Whether model calls stream."""
+        return self._stream
+
+    @property
+    def request_params(self) -> dict[str, Any]:
+        """The model parameters every request carries."""
+        return self._request_params
+
+    @property
+    def client_tools(self) -> list[dict[str, Any]]:
+        """The caller's tools (a served client's), after the agent's own."""
+        return self._client_tools
+
+    @property
+    def client_names(self) -> frozenset[str]:
+        """The names of the caller's tools."""
+        return self._client_names
 
     @classmethod
     async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:
@@ -128,7 +220,7 @@ class Session:
             await host.release(runtime)
             raise
         session._lease = host
-        session.host = host if follow else None
+        session._host = host if follow else None
         return session
 
     # ----------------------------------------------------------------- set-up
@@ -136,11 +228,11 @@ class Session:
     def _apply_runtime(self) -> None:
         """Derive what the session takes from its runtime (at open and after a reload)."""
         runtime = self.runtime
-        self.limits = lowered_limits(runtime.limits, self.options.limits)
+        self._limits = lowered_limits(runtime.limits, self.options.limits)
         self.budget.limits = self.limits
-        self.stream = runtime.stream if self.options.stream is None else self.options.stream
-        self.request_params = {**runtime.model_params, **self.options.params}
-        self.tool_context = RunContext(
+        self._stream = runtime.stream if self.options.stream is None else self.options.stream
+        self._request_params = {**runtime.model_params, **self.options.params}
+        self._tool_context = RunContext(
             session_id=self.session_id,
             agent=runtime.name,
             vars=MappingProxyType(dict(self.variables)),
@@ -149,16 +241,16 @@ class Session:
             output_chars=self.limits.tool_output_chars,
         )
         # The caller's tools follow the agent's own in every request (an agent tool of the same name wins).
-        self.client_tools = [
+        self._client_tools = [
             t for t in self.options.client_tools if t.get("function", {}).get("name") not in runtime.registry
         ]
-        self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
+        self._client_names = frozenset(t["function"]["name"] for t in self.client_tools)
         self._request_tools = [*runtime.tool_definitions, *self.client_tools] if self.client_tools else None
         self._plan_output()
 
     def _plan_output(self) -> None:
         """How this session asks for a structured answer (None: the agent has no ``output:``)."""
-        self.output_plan: OutputPlan | None = session_plan(self)
+        self._output_plan: OutputPlan | None = session_plan(self)
 
     def output_refused(self, error: ModelError) -> bool:
         """The provider refused how the answer was asked for: move to the next strategy (True), once
@@ -166,7 +258,7 @@ class Session:
         new = next_plan(self, error)
         if new is None:
             return False
-        self.output_plan = new
+        self._output_plan = new
         if self.conversation.first_input is not None:  # composed already: again, with the new section
             self._compose_system()
         return True
@@ -322,7 +414,7 @@ class Session:
         outcome = await self.hooks.run("session_start")
         stop = self.hooks.apply("session_start", outcome)
         if stop is not None:
-            self.ended = stop.reason
+            self._ended = stop.reason
             self.record_event("hook", hook_event="session_start", stop=True, reason=self.ended)
             self.note(f"session_start hook stopped the session: {self.ended}", "warning")
             self._drop_queue("session_end", "the session_start hook ended the session")
@@ -470,7 +562,7 @@ class Session:
         """Change template variables; the system prompt is rendered again for the next request."""
         self.variables.update(variables)
         self.options.variables.update(variables)  # kept by a reload, too
-        self.tool_context = dataclasses.replace(
+        self._tool_context = dataclasses.replace(
             self.tool_context, vars=MappingProxyType(dict(self.variables))
         )
         if self.conversation.system is not None:
@@ -499,10 +591,10 @@ class Session:
         tools and limits from the next turn on; the conversation stays, the transcript goes on."""
         runtime = await host.acquire()
         old, lease = self.runtime, self._lease
-        self.runtime, self._lease = runtime, host
+        self._runtime, self._lease = runtime, host
         if self.host is not None:
-            self.host = host
-        self.variables = runtime.prompts.variables(self.options.variables)
+            self._host = host
+        self._variables = runtime.prompts.variables(self.options.variables)
         self._apply_runtime()
         if self.conversation.system is not None:
             self._compose_system()
@@ -515,8 +607,8 @@ class Session:
         if host is None or host.current is None or host.current is self.runtime:
             return
         old = self.runtime
-        self.runtime = await host.acquire()
-        self.variables = self.runtime.prompts.variables(self.options.variables)
+        self._runtime = await host.acquire()
+        self._variables = self.runtime.prompts.variables(self.options.variables)
         self._apply_runtime()
         if self.conversation.system is not None:
             self._compose_system()
@@ -566,7 +658,7 @@ class Session:
     def lower_limits(self, lower: Mapping[str, Any]) -> None:
         """Lower this session's limits now (a budget it shares with others was spent meanwhile);
         the next step's check applies them."""
-        self.limits = self.budget.limits = lowered_limits(self.limits, lower)
+        self._limits = self.budget.limits = lowered_limits(self.limits, lower)
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage (the session's, a selector's, a sub-agent's) and report it."""

@@ -69,8 +69,11 @@ class TurnSession(SessionView, Protocol):
     """What a turn uses of its session (``session.Session``, named so this module need not import it)."""
 
     current_input: str
-    #: The tools the model called, in order (``RunResult.tools``).
-    calls: list[str]
+
+    @property
+    def calls(self) -> list[str]:
+        """The tools the model called, in order (``RunResult.tools``; the turn appends to it)."""
+        ...
 
     def build_request(self, messages: list[dict[str, Any]]) -> Request: ...
 
