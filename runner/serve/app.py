@@ -18,7 +18,6 @@ allowed origins get CORS.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -206,24 +205,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        watcher = asyncio.create_task(holder.watch(stop=stop, report=state.report)) if state.watch else None
-        try:
-            async with AsyncExitStack() as stack:
-                for door in doors:
-                    if door.lifespan is not None:
-                        await stack.enter_async_context(door.lifespan())
-                yield
-        finally:
-            stop.set()
-            for run in list(state.runs):
-                run.cancel()
-            tasks = [run.task for run in state.runs if run.task is not None]
-            if watcher is not None:
-                tasks.append(watcher)
-            if tasks:
-                await asyncio.wait(tasks, timeout=10)
-            await holder.aclose()
+        async with state.serving(), AsyncExitStack() as stack:
+            for door in doors:
+                if door.lifespan is not None:
+                    await stack.enter_async_context(door.lifespan())
+            yield
 
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),

@@ -6,8 +6,10 @@ endpoint makes), the body limits, and the runs in flight (shutdown cancels what 
 
 from __future__ import annotations
 
+import asyncio
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,6 +63,27 @@ class ServeState:
     report: Callable[[str], None] = ignore_report
     tool_details: bool = True
     runs: set[RequestRun] = field(default_factory=set)
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While the server answers: the agent files watched (with ``watch``). After: every run in
+        flight cancelled (each releases its tools; 10 s for them to end) and the runtimes closed."""
+        stop = asyncio.Event()
+        watcher = (
+            asyncio.create_task(self.catalog.watch(stop=stop, report=self.report)) if self.watch else None
+        )
+        try:
+            yield
+        finally:
+            stop.set()
+            for run in list(self.runs):
+                run.cancel()
+            tasks = [run.task for run in self.runs if run.task is not None]
+            if watcher is not None:
+                tasks.append(watcher)
+            if tasks:
+                await asyncio.wait(tasks, timeout=10)
+            await self.catalog.aclose()
 
     def authorize(self, request: Caller) -> str | None:
         """Refuse a request without a configured key (401); the key it used, or None without keys.

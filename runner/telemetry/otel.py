@@ -15,6 +15,7 @@ only with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``, as the c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -176,10 +177,7 @@ class Tracing:
         if error:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
-        try:
-            otel_context.detach(token)  # type: ignore[arg-type]
-        except Exception:  # ended in another context (a generator closed elsewhere): nothing to undo
-            pass
+        self.detach(token)
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
             self._metrics(attributes, error, span)
@@ -243,11 +241,10 @@ class Tracing:
         return otel_context.attach(context)
 
     def detach(self, token: object) -> None:
-        """Undo ``attach``."""
-        try:
+        """Undo ``attach`` (a scope ended in another context — a generator closed elsewhere — has
+        nothing to undo)."""
+        with contextlib.suppress(Exception):
             otel_context.detach(token)  # type: ignore[arg-type]
-        except Exception:
-            pass
 
     # ----------------------------------------------------------------- the end
 

@@ -7,7 +7,6 @@ files between calls, as ``runner serve --watch`` does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from runner.serve.conversations import Conversations, idle_seconds
@@ -25,18 +24,5 @@ async def serve_stdio(holder: CatalogHolder, *, watch: bool = False, report: Cal
 
     state = ServeState(holder, watch=watch, report=report)
     server = build_server(McpCalls(state, Conversations(holder.settings.home, idle_s=idle_seconds())))
-    stop = asyncio.Event()
-    watcher = asyncio.create_task(holder.watch(stop=stop, report=report)) if watch else None
-    try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        stop.set()
-        for run in list(state.runs):
-            run.cancel()
-        tasks = [run.task for run in state.runs if run.task is not None]
-        if watcher is not None:
-            tasks.append(watcher)
-        if tasks:
-            await asyncio.wait(tasks, timeout=10)
-        await holder.aclose()
+    async with state.serving(), stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
