@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.common import launch_serve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,24 +67,9 @@ def start_runner(folder: Path) -> tuple[subprocess.Popen[str], str]:
     """``runner serve FOLDER/served`` on a free port: the process and its root URL."""
     env = {**os.environ, "RUNNER_HOME": str(folder / "home"), "PYTHONPATH": str(ROOT)}
     env.pop("RUNNER_SERVE_API_KEYS", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runner", "serve", str(folder / "served"), "--port", "0"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 60
-    while True:
-        line = process.stderr.readline()
-        match = re.search(r"at (http://\S+)/v1", line)
-        if match:
-            return process, match.group(1)
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"runner serve did not start: {line}{process.stderr.read()}")
+    command = [sys.executable, "-m", "runner", "serve", str(folder / "served"), "--port", "0"]
+    process, url = launch_serve(command, env, cwd=ROOT)
+    return process, url.removesuffix("/v1")
 
 
 async def served_ratio(url: str, runs: int) -> tuple[float, float]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 #: A Python tool module with one tool, ``add``, that the benches give their agents.
 ADD_TOOL_MODULE = '''
@@ -67,3 +69,23 @@ def paired_ratios(samples: dict[str, list[float]], floor: str) -> dict[str, floa
         name: statistics.median(v / f for v, f in zip(values, samples[floor], strict=True))
         for name, values in samples.items()
     }
+
+
+def launch_serve(
+    command: Sequence[str], env: Mapping[str, str], *, cwd: Path | None = None, timeout_s: float = 60
+) -> tuple[subprocess.Popen[str], str]:
+    """Start a ``runner serve ... --port 0`` command; the process and the ``http://HOST:PORT/v1`` URL
+    its start-up line names (stderr stays a pipe for the caller)."""
+    process = subprocess.Popen(
+        list(command), cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        line = process.stderr.readline()
+        match = re.search(r"at (http://\S+/v1)", line)
+        if match:
+            return process, match.group(1)
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"runner serve did not start: {line}{process.stderr.read()}")

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import paired_ratios, report
+from bench.common import launch_serve, paired_ratios, report
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.2
@@ -69,24 +69,9 @@ def start_scripted() -> tuple[subprocess.Popen[str], str]:
 
 def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     """``runner serve FOLDER --port 0``; the process and its URL (read from its banner)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runner", "serve", str(folder), "--port", "0"],
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-    )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if " at http://" in line:
-            url = line.split(" at ", 1)[1].split("/v1", 1)[0]
-            return process, url
-        if not line and process.poll() is not None:
-            break
-    raise RuntimeError("runner serve did not start")
+    command = [sys.executable, "-m", "runner", "serve", str(folder), "--port", "0"]
+    process, url = launch_serve(command, env, cwd=ROOT)
+    return process, url.removesuffix("/v1")
 
 
 Call = Callable[[], Awaitable[Any]]

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import ADD_TOOL_MODULE
+from bench.common import ADD_TOOL_MODULE, launch_serve
 from runner.testing import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,23 +146,7 @@ def start_runner(folder: Path, base_url: str, *, limits: str = "") -> tuple[subp
     env = {**os.environ, "RUNNER_HOME": str(folder / "home")}
     env.pop("RUNNER_SERVE_API_KEYS", None)
     runner = str(Path(sys.executable).parent / "runner")
-    process = subprocess.Popen(
-        [runner, "serve", str(folder / "bench.yaml"), "--port", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 60
-    while True:
-        line = process.stderr.readline()
-        match = re.search(r"at (http://\S+/v1)", line)
-        if match:
-            return process, match.group(1)
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"runner serve did not start: {line}{process.stderr.read()}")
+    return launch_serve([runner, "serve", str(folder / "bench.yaml"), "--port", "0"], env)
 
 
 def start_scripted(steps: int) -> tuple[subprocess.Popen[str], str]:

@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from bench.common import launch_serve
 from runner.testing import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,17 +95,7 @@ def start_runner(folder: Path, base_url: str, path: str) -> tuple[subprocess.Pop
     env["RUNNER_SERVE_MAX_CONNECTIONS"] = "1024"  # the clients are many on purpose
     runner = str(Path(sys.executable).parent / "runner")
     command = [runner, "serve", str(folder / "talker.yaml"), "--port", "0"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    deadline = time.monotonic() + 120
-    while True:
-        line = process.stderr.readline()
-        match = re.search(r"at (http://\S+/v1)", line)
-        if match:
-            return process, match.group(1)
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"runner serve did not start: {line}{process.stderr.read()}")
+    return launch_serve(command, env, timeout_s=120)
 
 
 class Tally:
