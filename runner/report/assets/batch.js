@@ -56,14 +56,7 @@
   add(controls, pick, search, count);
   main.appendChild(controls);
 
-  const layout = el("div", "layout");
-  const board = el("div", "board");
-  board.style.setProperty("--label", "260px");
-  const details = el("aside", "details");
-  details.id = "details";
-  add(details, el("div", "meta", "Click an item to see its answer, output and error."));
-  add(layout, board, details);
-  main.appendChild(layout);
+  const { board, details } = boardAndDetails(main, "260px", "Click an item to see its answer, output and error.");
   const longest = items.reduce((m, i) => Math.max(m, i.duration_s || 0), 0) * 1000;
   const span = { from: 0, to: Math.max(longest, 1) };
   axis(board, span);

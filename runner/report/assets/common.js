@@ -69,6 +69,19 @@ function kv(parent, pairs) {
 }
 
 // A list of many rows of one height: only the rows in view exist in the page.
+// The board (rows on a time axis) beside the details pane, both in one layout added to main.
+function boardAndDetails(main, labelWidth, hint) {
+  const layout = el("div", "layout");
+  const board = el("div", "board");
+  board.style.setProperty("--label", labelWidth);
+  const details = el("aside", "details");
+  details.id = "details";
+  add(details, el("div", "meta", hint));
+  add(layout, board, details);
+  main.appendChild(layout);
+  return { board, details };
+}
+
 class VirtualList {
   constructor(parent, draw) {
     this.viewport = el("div", "viewport");

@@ -57,14 +57,7 @@
   add(controls, problemLabel, search, count);
   main.appendChild(controls);
 
-  const layout = el("div", "layout");
-  const board = el("div", "board");
-  board.style.setProperty("--label", "220px");
-  const details = el("aside", "details");
-  details.id = "details";
-  add(details, el("div", "meta", "Click a row to see its arguments, results and figures."));
-  add(layout, board, details);
-  main.appendChild(layout);
+  const { board, details } = boardAndDetails(main, "220px", "Click a row to see its arguments, results and figures.");
 
   let span = { from: 0, to: Math.max(t.duration_ms || 0, 1) };
   let axisNode = axis(board, span);
