@@ -10,7 +10,9 @@ and a ``queue_drop`` event, never silently.
 The session holds the conversation (``Conversation``) and the session's own state (budget,
 variables, confirmations, an optional model of its own); the configuration is its ``AgentRuntime``,
 shared and immutable. A session given a ``RuntimeHost`` follows reloads at turn boundaries.
-Orchestration only: no printing (events go to an ``EventSink``), no provider code.
+What it holds and reports (the read-only fields, the queue, notes and events) is its base class
+``SessionState`` (``state.py``). Orchestration only: no printing (events go to an ``EventSink``), no
+provider code.
 """
 
 from __future__ import annotations
@@ -21,26 +23,26 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import runner.telemetry as telemetry
-from runner.agentfile.config import AgentConfig, LimitsConfig, TemplateSource
+from runner.agentfile.config import AgentConfig, TemplateSource
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
-from runner.models.base import Model, Request, Usage
-from runner.modes.structured import OutputPlan
+from runner.models.base import Model, Request
 from runner.runtime.host import RuntimeHost
 from runner.runtime.prompts import compose_system
 from runner.runtime.runtime import AgentRuntime
 from runner.session.answers import next_plan, session_plan
 from runner.session.conversation import Conversation
 from runner.session.decisions import EndTurn
-from runner.session.events import EventSink, LoopEvent, Note, UsageUpdate
+from runner.session.events import EventSink, LoopEvent
 from runner.session.gate import Confirmation
 from runner.session.hookglue import SessionHooks
 from runner.session.limits import Budget
 from runner.session.options import RunOptions, RunResult, lowered_limits
 from runner.session.results import TurnResult
+from runner.session.state import SessionState
 from runner.session.transcript_open import open_transcript, restored_system
 from runner.session.turn import Turn
 from runner.store.transcript import (
@@ -65,7 +67,7 @@ def _ignore(event: LoopEvent) -> None:
     """A sink that drops every event."""
 
 
-class Session:
+class Session(SessionState):
     """One conversation with one agent: history, prompt queue, budgets, transcript."""
 
     def __init__(
@@ -114,98 +116,6 @@ class Session:
             )
             self._started = True  # a resumed session already ran its session_start hooks
 
-    # ----------------------------------------------------------------- read-only state
-
-    @property
-    def runtime(self) -> AgentRuntime:
-        """The runtime the session runs on (a reload or a mode switch moves it to another)."""
-        return self._runtime
-
-    @property
-    def host(self) -> RuntimeHost | None:
-        """The host the session follows through reloads (None: it keeps its runtime)."""
-        return self._host
-
-    @property
-    def options(self) -> RunOptions:
-        """How the session was opened: variables, limits, confirmations, client tools."""
-        return self._options
-
-    @property
-    def session_id(self) -> str:
-        """The session's id (its transcript's name)."""
-        return self._session_id
-
-    @property
-    def variables(self) -> dict[str, Any]:
-        """The template variables (the agent's, then the options'; ``set_variables`` changes them)."""
-        return self._variables
-
-    @property
-    def limits(self) -> LimitsConfig:
-        """The agent's limits, lowered by the options and ``lower_limits``."""
-        return self._limits
-
-    @property
-    def budget(self) -> Budget:
-        """What the session has spent of its limits."""
-        return self._budget
-
-    @property
-    def confirmation(self) -> Confirmation:
-        """Who answers ``ask`` tools, and what was refused."""
-        return self._confirmation
-
-    @property
-    def hooks(self) -> SessionHooks:
-        """The session's hook chains."""
-        return self._hooks
-
-    @property
-    def calls(self) -> list[str]:
-        """The tools the model called, in order (each run's share is its ``RunResult.tools``)."""
-        return self._calls
-
-    @property
-    def ended(self) -> str | None:
-        """Why a ``session_start`` hook ended the session; no turn runs after that."""
-        return self._ended
-
-    @property
-    def conversation(self) -> Conversation:
-        """The history, system prompt, prompt queue, turn counter and transcript."""
-        return self._conversation
-
-    @property
-    def output_plan(self) -> OutputPlan | None:
-        """How the session asks for a structured answer (None: no ``output:``)."""
-        return self._output_plan
-
-    @property
-    def tool_context(self) -> RunContext:
-        """What a tool sees of the session."""
-        return self._tool_context
-
-    @property
-    def stream(self) -> bool:
-        """Whether model calls stream."""
-        return self._stream
-
-    @property
-    def request_params(self) -> dict[str, Any]:
-        """The model parameters every request carries."""
-        return self._request_params
-
-    @property
-    def client_tools(self) -> list[dict[str, Any]]:
-        """The caller's tools (a served client's), after the agent's own."""
-        return self._client_tools
-
-    @property
-    def client_names(self) -> frozenset[str]:
-        """The names of the caller's tools."""
-        return self._client_names
-
     @classmethod
     async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:
         """A session on ``host``'s current runtime, held until ``close``.
@@ -250,7 +160,7 @@ class Session:
 
     def _plan_output(self) -> None:
         """How this session asks for a structured answer (None: the agent has no ``output:``)."""
-        self._output_plan: OutputPlan | None = session_plan(self)
+        self._output_plan = session_plan(self)
 
     def output_refused(self, error: ModelError) -> bool:
         """The provider refused how the answer was asked for: move to the next strategy (True), once
@@ -262,31 +172,6 @@ class Session:
         if self.conversation.first_input is not None:  # composed already: again, with the new section
             self._compose_system()
         return True
-
-    @property
-    def model(self) -> Model:
-        """The model this session talks to."""
-        return self._model if self._model is not None else self.runtime.model
-
-    @property
-    def config(self) -> AgentConfig:
-        """The agent's configuration of the moment."""
-        return self.runtime.config
-
-    @property
-    def history(self) -> list[dict[str, Any]]:
-        """The conversation so far (without the system prompt)."""
-        return self.conversation.history
-
-    @property
-    def queue(self) -> Any:
-        """The prompt queue."""
-        return self.conversation.queue
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens and cost so far (sub-agents and selectors included)."""
-        return self.budget.usage
 
     def build_request(self, messages: list[dict[str, Any]]) -> Request:
         """The request this session sends with ``messages``: the mode's tools (and the caller's), the
@@ -324,7 +209,7 @@ class Session:
         turns: list[TurnResult] = []
         notices = model_notices.listen(self._model_notice)  # retries and waits, told to this user
         try:
-            with telemetry.agent(**_traced(self.runtime, self.session_id, self.model.name)):
+            with telemetry.agent(**self._span_fields()):
                 waiting = continue_waiting and self.conversation.needs_continuation()
                 for text in inputs:
                     self.enqueue(text)
@@ -467,43 +352,6 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    # ----------------------------------------------------------------- the queue
-
-    def enqueue(self, text: str, *, origin: str = "user") -> bool:
-        """Add an input to the prompt queue, within ``max_queue`` and ``max_turns``; False if dropped."""
-        conversation, limits = self.conversation, self.limits
-        if len(conversation.queue) >= limits.max_queue:
-            self._dropped_one(
-                origin, "max_queue", f"the queue is full (limits.max_queue = {limits.max_queue})"
-            )
-            return False
-        if origin != "user" and conversation.turn + len(conversation.queue) >= limits.max_turns:
-            self._dropped_one(origin, "max_turns", f"it would exceed limits.max_turns ({limits.max_turns})")
-            return False
-        conversation.queue.append(text)
-        return True
-
-    def _dropped_one(self, origin: str, reason: str, why: str) -> None:
-        self.note(f"dropped a queued message from {origin}: {why}", "warning")
-        self.record_event("queue_drop", origin=origin, reason=reason)
-        self._dropped += 1
-
-    def _drop_queue(self, reason: str, why: str) -> None:
-        dropped = self.conversation.drop_queue()
-        if not dropped:
-            return
-        self.note(f"dropped {counted(len(dropped), 'queued message')}: {why}", "warning")
-        self.record_event("queue_drop", origin="queue", reason=reason, count=len(dropped))
-        if reason in ("max_turns", "max_queue"):
-            self._dropped += len(dropped)
-
-    def clear_queue(self) -> int:
-        """Ctrl+C at the prompt: drop what is queued (recorded); how many messages."""
-        dropped = self.conversation.drop_queue()
-        if dropped:
-            self.record_event("queue_drop", origin="queue", reason="user", count=len(dropped))
-        return len(dropped)
 
     # ----------------------------------------------------------------- controls
 
@@ -652,52 +500,3 @@ class Session:
             self.note(
                 f"compressed {counted(len(done), 'old tool output')} to fit limits.context_tokens ({limit})"
             )
-
-    # ----------------------------------------------------------------- reporting
-
-    def lower_limits(self, lower: Mapping[str, Any]) -> None:
-        """Lower this session's limits now (a budget it shares with others was spent meanwhile);
-        the next step's check applies them."""
-        self._limits = self.budget.limits = lowered_limits(self.limits, lower)
-
-    def count_usage(self, usage: Usage) -> None:
-        """Add a model call's usage (the session's, a selector's, a sub-agent's) and report it."""
-        unpriced = self.budget.add(usage)
-        self.sink(UsageUpdate(usage, self.budget.usage))
-        if unpriced:
-            self.note(unpriced, "warning")
-
-    def note(self, text: str, level: Literal["info", "warning", "error"] = "info") -> None:
-        """Tell the user something."""
-        self.sink(Note(text, level))
-
-    def _model_notice(self, text: str) -> None:
-        """What the model layer says while this session waits on it (a retry, its wait)."""
-        self.sink(Note(text, "warning", source="model"))
-
-    def record_event(self, name: str, **data: Any) -> None:
-        """Write an event record to the transcript (the ones a trace shows, on the current span too)."""
-        self.conversation.event(name, **data)
-        if name in _TRACED and telemetry.active():
-            telemetry.count(f"runner.{name}", {f"runner.{k}": v for k, v in data.items() if _plain(v)})
-
-
-#: The transcript events that are span events as well.
-_TRACED = frozenset({"reload", "limit", "hook", "interrupt", "queue_drop", "compress", "model"})
-
-
-def _plain(value: object) -> bool:
-    return isinstance(value, str | int | float | bool)
-
-
-def _traced(runtime: AgentRuntime, session_id: str, model: str) -> dict[str, Any]:
-    """What the ``invoke_agent`` span says of the run: agent, conversation, model, file, revision."""
-    where = runtime.provenance.revision or runtime.provenance.git or {}
-    return {
-        "name": runtime.name,
-        "conversation_id": session_id,
-        "model": model,
-        "path": str(runtime.config.path),
-        "revision": where.get("commit") or runtime.provenance.config_sha256[:16] or None,
-        "secrets": runtime.config.secrets,
-    }
