@@ -9,7 +9,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import runner.telemetry as telemetry
-from tests.batch.conftest import cli, path_kind, ray_cluster, serve  # noqa: F401 (the Ray test's fixtures)
+from tests.batch.conftest import cli, path_kind, serve  # noqa: F401 (the CLI tests' fixtures)
 from tests.telemetry.helpers import Traces
 
 

@@ -1,4 +1,5 @@
-"""`runner batch --backend ray --otel`: the Ray workers' spans continue the driver's batch trace."""
+"""`runner batch --backend ray --otel`: the Ray workers' spans continue the driver's batch trace (here, beside
+the other Ray tests, so that it shares their cluster)."""
 
 from __future__ import annotations
 
