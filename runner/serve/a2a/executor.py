@@ -154,7 +154,8 @@ class RunnerExecutor(AgentExecutor):
         await lock.acquire()
         job.lock = lock
         try:
-            await self._turn(job, text, context.context_id, key)
+            fresh = context.call_context.state.get("runner_minted") == context.context_id
+            await self._turn(job, text, context.context_id, key, fresh=fresh)
         finally:
             if job.ended:
                 job.unlock()
@@ -171,10 +172,10 @@ class RunnerExecutor(AgentExecutor):
 
     # ----------------------------------------------------------------- one turn
 
-    async def _turn(self, job: _Job, text: str, context_id: str, key: str | None) -> None:
+    async def _turn(self, job: _Job, text: str, context_id: str, key: str | None, *, fresh: bool) -> None:
         assert job.updater is not None
         await job.updater.start_work()
-        continuation = self._continuation(job, context_id, key)
+        continuation = self._continuation(job, context_id, key, fresh=fresh)
         chat = ChatRequest(model=self.name, messages=[{"role": "user", "content": text}])
         history = ChatHistory(text=text, first_input=text)
         try:
@@ -204,9 +205,11 @@ class RunnerExecutor(AgentExecutor):
         if job.ended:
             await pump
 
-    def _continuation(self, job: _Job, context_id: str, key: str | None) -> Continuation:
+    def _continuation(self, job: _Job, context_id: str, key: str | None, *, fresh: bool) -> Continuation:
+        """How the turn continues ``context_id``: a new one (``fresh``: minted for this message, or
+        not known yet) is claimed by ``key``; a known one is resumed from its transcript."""
         resume = None
-        if self.conversations.owns(context_id, key):
+        if not fresh and self.conversations.owns(context_id, key):
             try:
                 resume = self.conversations.open(context_id, key)
             except ConversationNotFound:
