@@ -126,17 +126,14 @@ class DirectHandler(DefaultRequestHandler):
             self.task_store, context, request.task_id, request.context_id, params.message
         )
         direct = self._direct[request.task_id] = _Direct(manager=manager, context=request, runs=self._direct)
-        runner = asyncio.create_task(self._run(direct))
-        waiter = asyncio.ensure_future(direct.paused.wait())
+        runner = asyncio.create_task(self._run(direct))  # set ``paused`` however it ends
         try:
-            await asyncio.wait((runner, waiter), return_when=asyncio.FIRST_COMPLETED)
+            await direct.paused.wait()
+            if direct.ended.is_set() or runner.done():
+                await runner  # its last steps; the executor's error, as the SDK's path raises it
         except asyncio.CancelledError:
             runner.cancel()
             raise
-        finally:
-            waiter.cancel()
-        if runner.done():
-            runner.result()  # the executor's error, as the SDK's path raises it
         return apply_history_length(direct.snapshot(), configuration)
 
     async def _run(self, direct: _Direct) -> None:

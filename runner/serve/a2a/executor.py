@@ -13,8 +13,10 @@ the conversation's session, or the workflow once) and turns its pieces into task
   the same run goes on. An unanswered question is refused after the conversation idle time.
 
 ``contextId`` is the conversation (``runner.serve.conversations``): the request context builder
-(``door.py``) mints a session id for a new one and refuses one the key does not own; here a new
-one is claimed by its key, and a known one is resumed from its transcript, one turn at a time.
+(``serving.py``) mints a session id for a new one and refuses one the key does not own; here a new
+one is claimed by its key (the owner record written in a thread while the run goes: the task ends,
+or asks, only once it is written, and fails if it cannot be), and a known one is resumed from its
+transcript, one turn at a time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import struct_pb2
 
+from runner.errors import RunnerError
 from runner.serve.conversations import ConversationNotFound, Conversations
 from runner.serve.dispatch import open_request_run
 from runner.serve.engine import (
@@ -97,6 +100,7 @@ class _Job:
     paused: asyncio.Event = field(default_factory=asyncio.Event)  # a question is out, or the run ended
     ended: bool = False
     lock: asyncio.Lock | None = None  # the conversation's, held until the run ends
+    claimed: asyncio.Future[None] | None = None  # a new conversation's claim, written in a thread
 
     def unlock(self) -> None:
         if self.lock is not None and self.lock.locked():
@@ -214,8 +218,10 @@ class RunnerExecutor(AgentExecutor):
                 resume = self.conversations.open(context_id, key)
             except ConversationNotFound:
                 resume = None  # claimed, but its first turn wrote nothing: it starts again
-        else:
-            self.conversations.claim(context_id, key, door="a2a")
+        else:  # written while the run goes; the task ends (or asks) only once it is (``_claimed``)
+            claim = asyncio.to_thread(self.conversations.claim, context_id, key, door="a2a")
+            job.claimed = asyncio.ensure_future(claim)
+            job.claimed.add_done_callback(lambda done: done.cancelled() or done.exception())
         is_agent = self.holder.get(self.name) is not None
 
         async def confirm(tool: Any, arguments: dict[str, Any]) -> Any:
@@ -233,6 +239,7 @@ class RunnerExecutor(AgentExecutor):
         question = f"May I run the tool {tool.name} with {shown}? Answer yes, always or no."
         loop = asyncio.get_running_loop()
         job.answer = loop.create_future()
+        await self._claimed(job)  # its failure, if any, is the run's end (``_pump``)
         await updater.requires_input(_status(updater, question))
         job.paused.set()
         wait = self.conversations.idle_s or DEFAULT_ASK_WAIT_S
@@ -277,17 +284,32 @@ class RunnerExecutor(AgentExecutor):
             updater = job.updater
             assert updater is not None and end is not None
             outcome = end.outcome
-            if outcome is not None and outcome.data is not None and end.error is None:
+            failure = await self._claimed(job)
+            if failure is not None:
+                await updater.failed(_status(updater, failure))
+            elif outcome is not None and outcome.data is not None and end.error is None:
                 await self._data(updater, artifact, outcome.data)
             elif held is not None:
                 await self._chunk(updater, artifact, held, append=sent, last=True)
-            await self._finish(updater, end)
+            if failure is None:
+                await self._finish(updater, end)
         finally:
             job.ended = True
             job.unlock()
             job.paused.set()
             if self._jobs.get(job.task_id) is job:  # ended however it ended (a cancel, an error)
                 del self._jobs[job.task_id]
+
+    @staticmethod
+    async def _claimed(job: _Job) -> str | None:
+        """Wait for the new conversation's claim; what went wrong writing it, or None."""
+        if job.claimed is None:
+            return None
+        try:
+            await asyncio.shield(job.claimed)
+        except RunnerError as exc:
+            return f"cannot keep this conversation: {exc.message}"
+        return None
 
     @staticmethod
     async def _chunk(updater: TaskUpdater, artifact: str, text: str, *, append: bool, last: bool) -> None:
