@@ -172,7 +172,8 @@ async def test_a_blocking_send_in_flight_can_be_subscribed_to(agents, scripted, 
 async def test_a_conversation_that_cannot_be_kept_fails_the_task_saying_so(
     agents, scripted, serve, home
 ) -> None:
-    served = serve([agents.write("helper", scripted([{"content": "never kept"}]))])
+    model = scripted([{"content": "never kept"}])
+    served = serve([agents.write("helper", model)])
     (home / "serve").mkdir(parents=True, exist_ok=True)
     (home / "serve" / "owners").write_text("a file where the owners' folder goes", encoding="utf-8")
     client = await sdk_client(served.agent_url("helper"), streaming=False)
@@ -180,4 +181,5 @@ async def test_a_conversation_that_cannot_be_kept_fails_the_task_saying_so(
     assert event.task.status.state == pb.TaskState.TASK_STATE_FAILED
     said = event.task.status.message.parts[0].text
     assert "cannot keep this conversation" in said and "owners" in said
+    assert model.requests == []  # nothing ran
     await client.close()

@@ -14,9 +14,8 @@ the conversation's session, or the workflow once) and turns its pieces into task
 
 ``contextId`` is the conversation (``runner.serve.conversations``): the request context builder
 (``serving.py``) mints a session id for a new one and refuses one the key does not own; here a new
-one is claimed by its key (the owner record written in a thread while the run goes: the task ends,
-or asks, only once it is written, and fails if it cannot be), and a known one is resumed from its
-transcript, one turn at a time.
+one is claimed by its key (the task fails, running nothing, if its owner record cannot be
+written), and a known one is resumed from its transcript, one turn at a time.
 """
 
 from __future__ import annotations
@@ -100,7 +99,6 @@ class _Job:
     paused: asyncio.Event = field(default_factory=asyncio.Event)  # a question is out, or the run ended
     ended: bool = False
     lock: asyncio.Lock | None = None  # the conversation's, held until the run ends
-    claimed: asyncio.Future[None] | None = None  # a new conversation's claim, written in a thread
 
     def unlock(self) -> None:
         if self.lock is not None and self.lock.locked():
@@ -179,7 +177,12 @@ class RunnerExecutor(AgentExecutor):
     async def _turn(self, job: _Job, text: str, context_id: str, key: str | None, *, fresh: bool) -> None:
         assert job.updater is not None
         await job.updater.start_work()
-        continuation = self._continuation(job, context_id, key, fresh=fresh)
+        try:
+            continuation = self._continuation(job, context_id, key, fresh=fresh)
+        except RunnerError as exc:  # the owner record cannot be written: nothing runs
+            job.ended = True
+            await job.updater.failed(_status(job.updater, f"cannot keep this conversation: {exc.message}"))
+            return
         chat = ChatRequest(model=self.name, messages=[{"role": "user", "content": text}])
         history = ChatHistory(text=text, first_input=text)
         try:
@@ -218,10 +221,8 @@ class RunnerExecutor(AgentExecutor):
                 resume = self.conversations.open(context_id, key)
             except ConversationNotFound:
                 resume = None  # claimed, but its first turn wrote nothing: it starts again
-        else:  # written while the run goes; the task ends (or asks) only once it is (``_claimed``)
-            claim = asyncio.to_thread(self.conversations.claim, context_id, key, door="a2a")
-            job.claimed = asyncio.ensure_future(claim)
-            job.claimed.add_done_callback(lambda done: done.cancelled() or done.exception())
+        else:
+            self.conversations.claim(context_id, key, door="a2a")
         is_agent = self.holder.get(self.name) is not None
 
         async def confirm(tool: Any, arguments: dict[str, Any]) -> Any:
@@ -239,7 +240,6 @@ class RunnerExecutor(AgentExecutor):
         question = f"May I run the tool {tool.name} with {shown}? Answer yes, always or no."
         loop = asyncio.get_running_loop()
         job.answer = loop.create_future()
-        await self._claimed(job)  # its failure, if any, is the run's end (``_pump``)
         await updater.requires_input(_status(updater, question))
         job.paused.set()
         wait = self.conversations.idle_s or DEFAULT_ASK_WAIT_S
@@ -284,32 +284,17 @@ class RunnerExecutor(AgentExecutor):
             updater = job.updater
             assert updater is not None and end is not None
             outcome = end.outcome
-            failure = await self._claimed(job)
-            if failure is not None:
-                await updater.failed(_status(updater, failure))
-            elif outcome is not None and outcome.data is not None and end.error is None:
+            if outcome is not None and outcome.data is not None and end.error is None:
                 await self._data(updater, artifact, outcome.data)
             elif held is not None:
                 await self._chunk(updater, artifact, held, append=sent, last=True)
-            if failure is None:
-                await self._finish(updater, end)
+            await self._finish(updater, end)
         finally:
             job.ended = True
             job.unlock()
             job.paused.set()
             if self._jobs.get(job.task_id) is job:  # ended however it ended (a cancel, an error)
                 del self._jobs[job.task_id]
-
-    @staticmethod
-    async def _claimed(job: _Job) -> str | None:
-        """Wait for the new conversation's claim; what went wrong writing it, or None."""
-        if job.claimed is None:
-            return None
-        try:
-            await asyncio.shield(job.claimed)
-        except RunnerError as exc:
-            return f"cannot keep this conversation: {exc.message}"
-        return None
 
     @staticmethod
     async def _chunk(updater: TaskUpdater, artifact: str, text: str, *, append: bool, last: bool) -> None:
