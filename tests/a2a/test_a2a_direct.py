@@ -183,3 +183,13 @@ async def test_a_conversation_that_cannot_be_kept_fails_the_task_saying_so(
     assert "cannot keep this conversation" in said and "owners" in said
     assert model.requests == []  # nothing ran
     await client.close()
+
+
+async def test_a_short_answer_after_a_slow_start_is_one_part(agents, scripted, serve) -> None:
+    # the model takes longer than the chunk interval to start, then streams three chunks at once
+    served = serve([agents.write("helper", scripted([{"content": "all in one", "delay_s": 0.1}], chunks=3))])
+    client = await sdk_client(served.agent_url("helper"), streaming=False)
+    (event,) = await collect(client, message("hi"))
+    (artifact,) = event.task.artifacts
+    assert [part.text for part in artifact.parts] == ["all in one"]
+    await client.close()

@@ -268,6 +268,8 @@ class RunnerExecutor(AgentExecutor):
                     if held is not None and now - flushed >= CHUNK_INTERVAL_S:
                         await self._chunk(updater, artifact, held, append=sent, last=False)
                         sent, held, flushed = True, None, now
+                    elif held is None and not sent:
+                        flushed = now  # the first chunk waits from the first text, not the run's start
                     held = piece.text if held is None else held + piece.text
                 elif isinstance(piece, ToolRunning):
                     await updater.update_status(
