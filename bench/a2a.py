@@ -4,9 +4,11 @@ against the same agent calling it as a direct ``agent:`` sub-agent (target: the 
 
 ``runner serve`` runs as the real command in a process of its own; the scripted model server runs in
 another; the clients (and, for the second part, the calling agents, each on its own runtime opened
-once) in this one. Rounds are interleaved and the figures are medians.
+once) in this one. Rounds are interleaved (which of the two goes first alternates) and the figures are
+medians.
 
-Run: ``python -m bench.a2a [--runs 200]``.
+Run: ``python -m bench.a2a [--runs 200] [--profile PATH]`` (``--profile``: ``runner serve`` under
+cProfile, written to PATH when it stops).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -25,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import launch_serve
+from bench.common import launch_serve, paired_ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,41 +67,47 @@ def serve_scripted() -> int:
     return 0
 
 
-def start_runner(folder: Path) -> tuple[subprocess.Popen[str], str]:
-    """``runner serve FOLDER/served`` on a free port: the process and its root URL."""
+def start_runner(folder: Path, profile: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """``runner serve FOLDER/served`` on a free port (under cProfile, written to ``profile`` when it
+    stops, if given): the process and its root URL. Its stderr is read in a thread from then on, so
+    the server never blocks on a full pipe."""
     env = {**os.environ, "RUNNER_HOME": str(folder / "home"), "PYTHONPATH": str(ROOT)}
     env.pop("RUNNER_SERVE_API_KEYS", None)
-    command = [sys.executable, "-m", "runner", "serve", str(folder / "served"), "--port", "0"]
+    python = [sys.executable, "-m", "cProfile", "-o", profile] if profile else [sys.executable]
+    command = [*python, "-m", "runner", "serve", str(folder / "served"), "--port", "0"]
     process, url = launch_serve(command, env, cwd=ROOT)
+    stderr = process.stderr
+    assert stderr is not None
+    threading.Thread(target=stderr.read, name="runner-serve-stderr", daemon=True).start()
     return process, url.removesuffix("/v1")
 
 
-async def served_ratio(url: str, runs: int) -> tuple[float, float]:
-    """Median seconds of one SendMessage and of one chat completion, interleaved."""
+async def served_ratio(url: str, runs: int) -> tuple[float, float, float]:
+    """Median seconds of one SendMessage and of one chat completion, interleaved (which goes first
+    alternates by round), and the median of the rounds' ratios."""
     chat = {"model": "helper", "messages": [{"role": "user", "content": "hi"}]}
-    a2a: list[float] = []
-    openai: list[float] = []
+    times: dict[str, list[float]] = {"a2a": [], "chat": []}
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-        for number in range(runs + 5):
-            rpc = {
-                "jsonrpc": "2.0",
-                "id": number,
-                "method": "SendMessage",
-                "params": {
-                    "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "hi"}]}
-                },
-            }
-            started = time.perf_counter()
+
+        async def a2a(number: int) -> None:
+            message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+            rpc = {"jsonrpc": "2.0", "id": number, "method": "SendMessage", "params": {"message": message}}
             answer = await http.post("/a2a/helper", json=rpc, headers={"A2A-Version": "1.0"})
-            middle = time.perf_counter()
-            completion = await http.post("/v1/chat/completions", json=chat)
-            ended = time.perf_counter()
             assert answer.status_code == 200 and "TASK_STATE_COMPLETED" in answer.text, answer.text[:300]
-            assert completion.status_code == 200, completion.text[:300]
-            if number >= 5:  # warm-up: the runtime, the connections
-                a2a.append(middle - started)
-                openai.append(ended - middle)
-    return statistics.median(a2a), statistics.median(openai)
+
+        async def completion(number: int) -> None:
+            answer = await http.post("/v1/chat/completions", json=chat)
+            assert answer.status_code == 200, answer.text[:300]
+
+        for number in range(runs + 5):
+            order = [("a2a", a2a), ("chat", completion)]
+            for name, send in order if number % 2 else order[::-1]:
+                started = time.perf_counter()
+                await send(number)
+                if number >= 5:  # warm-up: the runtime, the connections
+                    times[name].append(time.perf_counter() - started)
+    paired = paired_ratios(times, "chat")["a2a"]
+    return statistics.median(times["a2a"]), statistics.median(times["chat"]), paired
 
 
 async def hop(folder: Path, base: str, url: str, runs: int) -> tuple[float, float]:
@@ -195,6 +205,7 @@ async def sdk_floor(runs: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.a2a", description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--profile", metavar="PATH", help="run runner serve under cProfile, written to PATH")
     parser.add_argument("--serve-scripted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_scripted:
@@ -204,13 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         (folder / "served").mkdir()
         (folder / "served" / "helper.yaml").write_text(f"version: 1\nname: helper\n{MODEL.format(base=base)}")
-        server, url = start_runner(folder)
+        server, url = start_runner(folder, args.profile)
         try:
-            a2a, openai = asyncio.run(served_ratio(url, args.runs))
+            a2a, openai, paired = asyncio.run(served_ratio(url, args.runs))
             via_a2a, direct = asyncio.run(hop(folder, base, url, max(20, args.runs // 2)))
         finally:
-            server.terminate()
-            server.wait(timeout=15)
+            server.send_signal(signal.SIGINT)  # a clean stop, so a profile is written
+            server.wait(timeout=30)
             assert scripted.stdin is not None
             scripted.stdin.close()
             scripted.wait(timeout=15)
@@ -220,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"one-step agent, /v1/chat/completions     {openai * 1000:8.2f} ms   1.00x")
     print(
         f"one-step agent, A2A SendMessage          {a2a * 1000:8.2f} ms   {ratio:.2f}x  {_ok(ratio <= 1.2)}"
+        f"  (median of the rounds' ratios {paired:.2f}x)"
     )
     print(f"the a2a-sdk's handler alone (no model)   {floor * 1000:8.2f} ms   {floor / openai:.2f}x")
     print(f"caller with a direct agent: sub-agent    {direct * 1000:8.2f} ms")

@@ -13,8 +13,9 @@ the conversation's session, or the workflow once) and turns its pieces into task
   the same run goes on. An unanswered question is refused after the conversation idle time.
 
 ``contextId`` is the conversation (``runner.serve.conversations``): the request context builder
-(``door.py``) mints a session id for a new one and refuses one the key does not own; here a new
-one is claimed by its key, and a known one is resumed from its transcript, one turn at a time.
+(``serving.py``) mints a session id for a new one and refuses one the key does not own; here a new
+one is claimed by its key (the task fails, running nothing, if its owner record cannot be
+written), and a known one is resumed from its transcript, one turn at a time.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import struct_pb2
 
+from runner.errors import RunnerError
 from runner.serve.conversations import ConversationNotFound, Conversations
 from runner.serve.dispatch import open_request_run
 from runner.serve.engine import (
@@ -154,7 +156,8 @@ class RunnerExecutor(AgentExecutor):
         await lock.acquire()
         job.lock = lock
         try:
-            await self._turn(job, text, context.context_id, key)
+            fresh = context.call_context.state.get("runner_minted") == context.context_id
+            await self._turn(job, text, context.context_id, key, fresh=fresh)
         finally:
             if job.ended:
                 job.unlock()
@@ -171,10 +174,15 @@ class RunnerExecutor(AgentExecutor):
 
     # ----------------------------------------------------------------- one turn
 
-    async def _turn(self, job: _Job, text: str, context_id: str, key: str | None) -> None:
+    async def _turn(self, job: _Job, text: str, context_id: str, key: str | None, *, fresh: bool) -> None:
         assert job.updater is not None
         await job.updater.start_work()
-        continuation = self._continuation(job, context_id, key)
+        try:
+            continuation = self._continuation(job, context_id, key, fresh=fresh)
+        except RunnerError as exc:  # the owner record cannot be written: nothing runs
+            job.ended = True
+            await job.updater.failed(_status(job.updater, f"cannot keep this conversation: {exc.message}"))
+            return
         chat = ChatRequest(model=self.name, messages=[{"role": "user", "content": text}])
         history = ChatHistory(text=text, first_input=text)
         try:
@@ -204,9 +212,11 @@ class RunnerExecutor(AgentExecutor):
         if job.ended:
             await pump
 
-    def _continuation(self, job: _Job, context_id: str, key: str | None) -> Continuation:
+    def _continuation(self, job: _Job, context_id: str, key: str | None, *, fresh: bool) -> Continuation:
+        """How the turn continues ``context_id``: a new one (``fresh``: minted for this message, or
+        not known yet) is claimed by ``key``; a known one is resumed from its transcript."""
         resume = None
-        if self.conversations.owns(context_id, key):
+        if not fresh and self.conversations.owns(context_id, key):
             try:
                 resume = self.conversations.open(context_id, key)
             except ConversationNotFound:
@@ -258,6 +268,8 @@ class RunnerExecutor(AgentExecutor):
                     if held is not None and now - flushed >= CHUNK_INTERVAL_S:
                         await self._chunk(updater, artifact, held, append=sent, last=False)
                         sent, held, flushed = True, None, now
+                    elif held is None and not sent:
+                        flushed = now  # the first chunk waits from the first text, not the run's start
                     held = piece.text if held is None else held + piece.text
                 elif isinstance(piece, ToolRunning):
                     await updater.update_status(

@@ -8,9 +8,10 @@ Routes (behind the server's ``HostGuard``, CORS and ``ServeState.authorize``; do
 - ``POST /a2a/NAME``: JSON-RPC, protocol 1.0; ``/a2a/NAME/rest/...``: HTTP+JSON 1.0;
 - ``POST /a2a/NAME/v0.3``: JSON-RPC 0.3; ``/a2a/NAME/v0.3/rest/v1/...``: HTTP+JSON 0.3.
 
-The wire is the ``a2a-sdk``'s (its JSON-RPC and REST dispatchers, the 0.3 adapters, its
-``DefaultRequestHandler``); runner adds the executor (``executor.py``), the bounded task store
-(``tasks.py``), the card (``card.py``) and, here, who the caller is and what ``contextId`` means.
+The wire is the ``a2a-sdk``'s (its JSON-RPC and REST dispatchers, the 0.3 adapters, its request
+handler with the direct path of ``direct.py``); runner adds the executor (``executor.py``), the
+bounded task store (``tasks.py``), the card (``card.py``) and, here, who the caller is and what
+``contextId`` means.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.id_generator import IDGenerator, IDGeneratorContext
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import ServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.types import a2a_pb2 as pb
@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from runner.serve.a2a import tasks
 from runner.serve.a2a.card import agent_card
+from runner.serve.a2a.direct import DirectHandler
 from runner.serve.a2a.executor import RunnerExecutor, message_text
 from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
@@ -91,7 +92,10 @@ class _Contexts(SimpleRequestContextBuilder):
                     message=f"no conversation '{context_id[:80]}' (unknown, expired, or another key's): "
                     "send the message without a contextId to start one"
                 )
-        return await super().build(context, params, task_id, context_id, task)
+        built = await super().build(context, params, task_id, context_id, task)
+        if not context_id and not task_id:  # minted here: the executor need not look it up
+            context.state["runner_minted"] = built.context_id
+        return built
 
 
 class A2AServing:
@@ -102,7 +106,7 @@ class A2AServing:
         self.conversations = conversations
         self.store = BoundedTaskStore(tasks.MAX_TASKS)
         self._apps: dict[str, Router] = {}
-        self._handlers: list[DefaultRequestHandler] = []
+        self._handlers: list[DirectHandler] = []
 
     def served(self, name: str) -> ServedAgent | ServedWorkflow | None:
         holder = self.state.catalog
@@ -138,7 +142,7 @@ class A2AServing:
         served = self.served(name)
         assert served is not None
         card = agent_card(served, base_url="http://localhost", secured=bool(state.api_keys))
-        handler = DefaultRequestHandler(
+        handler = DirectHandler(
             agent_executor=executor,
             task_store=self.store,
             agent_card=card,

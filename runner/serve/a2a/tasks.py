@@ -82,12 +82,13 @@ class BoundedTaskStore(InMemoryTaskStore):
             return []
         chosen: list[tuple[str, str]] = []
         for states in (_FINISHED, _WAITING):
-            for task_id, (owner, state) in list(self._order.items()):
+            for task_id, (owner, state) in self._order.items():  # oldest first: stops at the first few
                 if len(chosen) >= over:
                     break
                 if state in states:
                     chosen.append((task_id, owner))
-                    del self._order[task_id]
+        for task_id, _ in chosen:
+            del self._order[task_id]
         return chosen
 
 
