@@ -20,7 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from runner.errors import ConfigError
 from runner.modes.structured import prepare_wire
+from runner.runtime.model_source import resolve_model_config
 from runner.serve.conversations import owner_tag
 from runner.serve.dispatch import open_request_run
 from runner.serve.door_spec import Door
@@ -30,6 +32,7 @@ from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
 from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
+from runner.serve.responses.images import check_images
 from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
 from runner.serve.responses.listing import input_items_page, stored_items
 from runner.serve.responses.store import (
@@ -181,10 +184,22 @@ class ResponsesDoor:
         # loop keeps every other stream going meanwhile
         await anyio.to_thread.run_sync(self.store.save, stored)
 
+    def _model_id(self, name: str) -> str | None:
+        """The model id of the agent served as ``name`` (None: a workflow, unknown, or none named)."""
+        holder = self.state.catalog
+        agent = holder.get(name)
+        if agent is None:
+            return None
+        try:
+            return resolve_model_config(agent.config, holder.settings).id
+        except ConfigError:
+            return None
+
     async def create(self, request: Request) -> Response:
         key = self.state.authorize(request)
         parsed, history, prior = await self._read(request, key)
         state = self.state
+        check_images(parsed.items, parsed.chat.model, self._model_id(parsed.chat.model))
         try:
             run = open_request_run(
                 state.catalog, parsed.chat, history, report=state.report, tool_details=state.tool_details
