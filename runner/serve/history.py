@@ -45,10 +45,29 @@ class ChatHistory:
     first_input: str = ""
     #: The tool name of each call id, for the tool results' transcript records.
     names: dict[str, str] = field(default_factory=dict)
+    #: User texts as the user template rendered them, by text (a stored conversation's, kept so a
+    #: continuation does not render its whole history again), for the agent file of ``rendered_key``.
+    rendered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rendered_key: str | None = None
 
-    def history(self, wrap_user: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
-        """The messages, with each plain user text passed through ``wrap_user`` (the user template)."""
-        return [wrap_user(message["content"]) if wrap else message for message, wrap in self.items]
+    def history(
+        self, wrap_user: Callable[[str], dict[str, Any]], *, key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The messages, with each plain user text passed through ``wrap_user`` (the user template);
+        ``key`` names the agent file's version: renders kept for another are not used."""
+        if key is None or key != self.rendered_key:
+            self.rendered, self.rendered_key = {}, key
+        rendered = self.rendered
+        out = []
+        for message, wrap in self.items:
+            if wrap:
+                text = message["content"]
+                done = rendered.get(text)
+                if done is None:
+                    done = rendered[text] = wrap_user(text)
+                message = dict(done)
+            out.append(message)
+        return out
 
 
 def _text_of(content: Any) -> str | None:

@@ -8,6 +8,7 @@ it recorded (a resume sends exactly what the session sent before).
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +28,15 @@ def is_note(message: dict[str, Any]) -> bool:
     """Whether a message is a note the runner added (not a user's input)."""
     content = message.get("content")
     return isinstance(content, str) and content.startswith(NOTE_PREFIX)
+
+
+def _all_valid(messages: list[dict[str, Any]]) -> bool:
+    """Whether every text of ``messages`` is valid already (one encoding pass, not a walk)."""
+    try:
+        json.dumps(messages, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return False
+    return True
 
 
 class Conversation:
@@ -112,12 +122,18 @@ class Conversation:
             else:
                 self.system = system
         self.first_input = first_input
+        written: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        if record:
+            history = list(history)
+            if not _all_valid(history):
+                history = [valid_record(message) for message in history]
         for message in history:
             if record:
                 name = (names or {}).get(message.get("tool_call_id") or "")
-                self.append(message, **({"name": name} if name else {}))
-            else:
-                self._add(message)
+                written.append((message, {"name": name} if name else {}))
+            self._add(message)
+        if written and self.transcript is not None:  # one write for the whole history
+            self.transcript.messages(written)
         self.errors |= set(errors)
         if turns is None:
             turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))

@@ -123,6 +123,17 @@ def git_signature(path: Path) -> tuple[int, ...]:
     return tuple(signature)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def message_record(message: dict[str, Any], time: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A message's transcript record: the OpenAI message fields plus time and ``extra``."""
+    record: dict[str, Any] = {"type": "message", "time": time}
+    record.update(message)
+    record.update({k: v for k, v in extra.items() if v is not None})
+    return record
+
+
 @dataclass
 class TranscriptWriter:
     """Appends records to one session's JSONL file."""
@@ -160,6 +171,22 @@ class TranscriptWriter:
             line = self.redact(line)  # again: values only ``default=str`` could show
         self._file.write(utf8(line + "\n"))
 
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Append ``records`` in one write (all or none): a restored history of hundreds of
+        messages costs one system call, not one each."""
+        if not records:
+            return
+        lines = [_ENCODER.encode(record) for record in records]
+        blob = "\n".join(lines) + "\n"
+        if self.redact.found_in(blob):  # rare: each record on its own, redacted
+            for record in records:
+                self.write(record)
+            return
+        if self._file is None:
+            self.open()
+        assert self._file is not None
+        self._file.write(utf8(blob))
+
     def header(self, **fields: Any) -> None:
         """Write the header record (line 1)."""
         self.write(
@@ -168,10 +195,12 @@ class TranscriptWriter:
 
     def message(self, message: dict[str, Any], **extra: Any) -> None:
         """Write a message record: the OpenAI message fields plus time (and usage, reasoning...)."""
-        record: dict[str, Any] = {"type": "message", "time": now_iso()}
-        record.update(message)
-        record.update({k: v for k, v in extra.items() if v is not None})
-        self.write(record)
+        self.write(message_record(message, now_iso(), extra))
+
+    def messages(self, messages: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Write message records (each message with its extra fields) in one write, at one time."""
+        time = now_iso()
+        self.write_many([message_record(message, time, extra) for message, extra in messages])
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.

@@ -100,10 +100,12 @@ class ResponsesDoor:
             raise ApiError(400, "the request body must be a JSON object")
         previous = body.get("previous_response_id")
         prior: list[dict[str, Any]] = []
+        stored: StoredResponse | None = None
         if previous is not None:
             if not isinstance(previous, str):
                 raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
-            prior = (await self._load(previous, key, "previous_response_id")).messages
+            stored = await self._load(previous, key, "previous_response_id")
+            prior = stored.messages
 
         def parse() -> tuple[ResponsesRequest, ChatHistory]:
             parsed = parse_responses_request(body, prior=prior, report=state.report)
@@ -122,6 +124,8 @@ class ResponsesDoor:
                 raise ApiError(error.status, error.message, param="input", code=error.code) from None
             if parsed.chat.output is not None:
                 prepare_wire(parsed.chat.output)
+            if stored is not None and stored.rendered:  # the renders of the texts it held already
+                history.rendered, history.rendered_key = dict(stored.rendered), stored.rendered_key
             return parsed, history
 
         small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < _INLINE_MESSAGES
@@ -169,6 +173,7 @@ class ResponsesDoor:
         prior: list[dict[str, Any]],
         key: str | None,
         end: EndPiece,
+        history: ChatHistory,
     ) -> None:
         """Store a response that did not fail (with the conversation at it), if the request asks."""
         if not parsed.store or builder.response["status"] == "failed":
@@ -179,6 +184,8 @@ class ResponsesDoor:
             messages=[*prior, *parsed.messages, builder.assistant_message()],
             session_id=end.outcome.session_id if end.outcome is not None else None,
             owner=owner_tag(key),
+            rendered=history.rendered,
+            rendered_key=history.rendered_key,
         )
         # in a worker thread: under load a file system call can take milliseconds, and the event
         # loop keeps every other stream going meanwhile
@@ -212,9 +219,11 @@ class ResponsesDoor:
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
         if parsed.chat.stream:
-            return EventSourceResponse(self._stream(run, builder, parsed, prior, key), sep="\n")
+            return EventSourceResponse(
+                self._stream(run, builder, parsed, (prior, history), key), sep="\n"
+            )
         response = await unless_disconnected(
-            request.receive, run, self._collect(run, builder, parsed, prior, key)
+            request.receive, run, self._collect(run, builder, parsed, (prior, history), key)
         )
         if response is None:
             return Response(status_code=499)  # nobody is there to read it
@@ -225,7 +234,7 @@ class ResponsesDoor:
         run: RequestRun,
         builder: ResponseBuilder,
         parsed: ResponsesRequest,
-        prior: list[dict[str, Any]],
+        state: tuple[list[dict[str, Any]], ChatHistory],
         key: str | None,
     ) -> dict[str, Any]:
         async for piece in run.pieces():
@@ -233,7 +242,7 @@ class ResponsesDoor:
                 if piece.error is not None:
                     raise piece.error
                 builder.finish(piece)
-                await self._commit(builder, parsed, prior, key, piece)
+                await self._commit(builder, parsed, state[0], key, piece, state[1])
                 return builder.response
             builder.feed(piece)
         raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
@@ -243,7 +252,7 @@ class ResponsesDoor:
         run: RequestRun,
         builder: ResponseBuilder,
         parsed: ResponsesRequest,
-        prior: list[dict[str, Any]],
+        state: tuple[list[dict[str, Any]], ChatHistory],
         key: str | None,
     ) -> AsyncIterator[bytes]:
         try:
@@ -251,7 +260,7 @@ class ResponsesDoor:
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
-                    await self._commit(builder, parsed, prior, key, piece)
+                    await self._commit(builder, parsed, state[0], key, piece, state[1])
                 else:
                     events = builder.feed(piece)
                 if events:

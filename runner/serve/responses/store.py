@@ -50,6 +50,10 @@ class StoredResponse:
     messages: list[dict[str, Any]]
     session_id: str | None
     owner: str
+    #: The user texts of the conversation as the agent's user template rendered them (by text), and
+    #: the agent file's version they were rendered for: a continuation renders only its new texts.
+    rendered: dict[str, dict[str, Any]] | None = None
+    rendered_key: str | None = None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -60,6 +64,7 @@ class StoredResponse:
             "response": self.response,
             "input_items": self.input_items,
             "messages": self.messages,
+            "rendered": {"key": self.rendered_key, "texts": self.rendered or {}},
         }
 
 
@@ -98,15 +103,19 @@ class ResponseStore:
             raise missing from None
         try:
             record = json.loads(raw)
+            rendered = record.get("rendered") or {}
             stored = StoredResponse(
                 response=record["response"],
                 input_items=record["input_items"],
                 messages=record["messages"],
                 session_id=record.get("session_id"),
                 owner=record["owner"],
+                rendered=rendered.get("texts"),
+                rendered_key=rendered.get("key"),
             )
             valid = (
-                isinstance(stored.response, dict)
+                isinstance(stored.rendered, dict | None)
+                and isinstance(stored.response, dict)
                 and isinstance(stored.messages, list)
                 and isinstance(stored.input_items, list)
             )
