@@ -45,10 +45,10 @@ from runner.serve.state import ServeState
 
 __all__ = ["door"]
 
-#: Bodies up to this size are decoded on the event loop (as the chat door does).
+#: Bodies up to this size are decoded on the event loop (as the chat door does); so is a
+#: continuation whose body and stored conversation weigh no more together (the chat door parses
+#: the same conversation resent on the loop: a thread hand-off would cost more than the parse).
 _INLINE_DECODE_BYTES = 64 * 1024
-#: Conversations up to this many messages are parsed on the event loop (well under a millisecond).
-_INLINE_MESSAGES = 50
 
 
 def _not_found(error: ResponseNotFound, param: str | None = None) -> ApiError:
@@ -77,8 +77,11 @@ class ResponsesDoor:
         return self._store
 
     async def _load(self, response_id: str, key: str | None, param: str | None = None) -> StoredResponse:
+        store = self.store
         try:
-            return await anyio.to_thread.run_sync(self.store.load, response_id, key)
+            if store.is_small(response_id, _INLINE_DECODE_BYTES):  # a page-cache read and a small parse
+                return store.load(response_id, key)
+            return await anyio.to_thread.run_sync(store.load, response_id, key)
         except ResponseNotFound as error:
             raise _not_found(error, param) from None
         except StoredResponseUnreadable as error:
@@ -128,7 +131,7 @@ class ResponsesDoor:
                 history.rendered, history.rendered_key = dict(stored.rendered), stored.rendered_key
             return parsed, history
 
-        small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < _INLINE_MESSAGES
+        small = len(raw) + (stored.size if stored is not None else 0) <= _INLINE_DECODE_BYTES
         parsed, history = parse() if small else await anyio.to_thread.run_sync(parse)
         return parsed, history, prior
 
