@@ -100,6 +100,9 @@ def _assistant(
     message: dict[str, Any], names: dict[str, str], max_blocks: int | None
 ) -> list[dict[str, Any]]:
     """One assistant message of the request as the steps that produced it (up to ``max_blocks`` + 1 calls)."""
+    whole = _loose_text(message.get("content"))
+    if not message.get("tool_calls") and "<details" not in whole:  # most answers: no steps to read
+        return [{"role": "assistant", "content": whole.strip()}]
     out: list[dict[str, Any]] = []
     text: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -116,7 +119,7 @@ def _assistant(
         calls.clear()
         results.clear()
 
-    for part in split_content(_loose_text(message.get("content")), max_blocks=max_blocks):
+    for part in split_content(whole, max_blocks=max_blocks):
         if isinstance(part, str):
             if calls:
                 flush(False)
