@@ -122,23 +122,32 @@ class Conversation:
             else:
                 self.system = system
         self.first_input = first_input
-        written: list[tuple[dict[str, Any], dict[str, Any]]] = []
         if record:
-            history = list(history)
-            if not _all_valid(history):
-                history = [valid_record(message) for message in history]
+            history = self._record(list(history), names or {})
         for message in history:
-            if record:
-                name = (names or {}).get(message.get("tool_call_id") or "")
-                written.append((message, {"name": name} if name else {}))
             self._add(message)
-        if written and self.transcript is not None:  # one write for the whole history
-            self.transcript.messages(written)
         self.errors |= set(errors)
         if turns is None:
             turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
         self.turn = turns
         self._answer_dangling_calls()
+
+    def _record(self, history: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+        """Write ``history`` to the transcript in one write; the history with every text valid
+        (checked by that write's encoding: only a history holding a lone surrogate is walked)."""
+
+        def records(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+            named = ((m, names.get(m.get("tool_call_id") or "")) for m in messages)
+            return [(m, {"name": name} if name else {}) for m, name in named]
+
+        if self.transcript is None:
+            return history if _all_valid(history) else [valid_record(m) for m in history]
+        try:
+            self.transcript.messages(records(history), strict=True)
+        except UnicodeEncodeError:
+            history = [valid_record(message) for message in history]
+            self.transcript.messages(records(history))
+        return history
 
     def _answer_dangling_calls(self) -> None:
         answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}

@@ -198,13 +198,14 @@ class TranscriptWriter:
             line = self.redact(line)  # again: values only ``default=str`` could show
         self._file.write(utf8(line + "\n"))
 
-    def write_many(self, records: list[dict[str, Any]]) -> None:
+    def write_many(self, records: list[dict[str, Any]], *, strict: bool = False) -> None:
         """Append ``records`` in one write (all or none): a restored history of hundreds of
-        messages costs one system call, not one each."""
+        messages costs one system call, not one each. ``strict``: a text holding a lone surrogate
+        raises ``UnicodeEncodeError`` before anything is written (else it is written as U+FFFD)."""
         if not records:
             return
-        lines = _lines(records)
-        blob = "\n".join(lines) + "\n"
+        blob = "\n".join(_lines(records)) + "\n"
+        data = blob.encode("utf-8") if strict else utf8(blob)
         if self.redact.found_in(blob):  # rare: each record on its own, redacted
             for record in records:
                 self.write(record)
@@ -212,7 +213,7 @@ class TranscriptWriter:
         if self._file is None:
             self.open()
         assert self._file is not None
-        self._file.write(utf8(blob))
+        self._file.write(data)
 
     def header(self, **fields: Any) -> None:
         """Write the header record (line 1)."""
@@ -224,10 +225,13 @@ class TranscriptWriter:
         """Write a message record: the OpenAI message fields plus time (and usage, reasoning...)."""
         self.write(message_record(message, now_iso(), extra))
 
-    def messages(self, messages: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
-        """Write message records (each message with its extra fields) in one write, at one time."""
+    def messages(
+        self, messages: list[tuple[dict[str, Any], dict[str, Any]]], *, strict: bool = False
+    ) -> None:
+        """Write message records (each message with its extra fields) in one write, at one time
+        (``strict`` as ``write_many``)."""
         time = now_iso()
-        self.write_many([message_record(message, time, extra) for message, extra in messages])
+        self.write_many([message_record(message, time, extra) for message, extra in messages], strict=strict)
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.
