@@ -222,9 +222,7 @@ class ResponsesDoor:
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
         if parsed.chat.stream:
-            return EventSourceResponse(
-                self._stream(run, builder, parsed, (prior, history), key), sep="\n"
-            )
+            return EventSourceResponse(self._stream(run, builder, parsed, (prior, history), key), sep="\n")
         response = await unless_disconnected(
             request.receive, run, self._collect(run, builder, parsed, (prior, history), key)
         )
