@@ -28,6 +28,7 @@ from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
 from runner.redact import REDACTED, Redactor
 from runner.store.disk import LineFile, storage_error
+from runner.store.json_lines import json_lines
 from runner.text import utf8
 from runner.version import __version__
 
@@ -123,36 +124,6 @@ def git_signature(path: Path) -> tuple[int, ...]:
     return tuple(signature)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _line_encoder() -> Any:
-    """The C encoder ``json.dumps`` makes on every call, made once (a restored history of
-    hundreds of records is encoded 3x faster); None where the C accelerator is missing."""
-    from json import encoder as stdlib
-
-    make = getattr(stdlib, "c_make_encoder", None)
-    if make is None:
-        return None
-    try:
-        encode = make(None, str, stdlib.encode_basestring, None, ":", ",", False, False, True)
-        encode({"a": [1, "b"]}, 0)
-    except (TypeError, ValueError):  # another Python's signature: the plain encoder does
-        return None
-    return encode
-
-
-_LINE_ENCODER = _line_encoder()
-
-
-def _lines(records: list[dict[str, Any]]) -> list[str]:
-    """Each record as one line of JSON (what ``json.dumps`` writes for it)."""
-    encode = _LINE_ENCODER
-    if encode is None:
-        return [_ENCODER.encode(record) for record in records]
-    return ["".join(encode(record, 0)) for record in records]
-
-
 def message_record(message: dict[str, Any], time: str, extra: dict[str, Any]) -> dict[str, Any]:
     """A message's transcript record: the OpenAI message fields plus time and ``extra``."""
     record: dict[str, Any] = {"type": "message", "time": time}
@@ -204,7 +175,7 @@ class TranscriptWriter:
         raises ``UnicodeEncodeError`` before anything is written (else it is written as U+FFFD)."""
         if not records:
             return
-        blob = "\n".join(_lines(records)) + "\n"
+        blob = "\n".join(json_lines(records)) + "\n"
         data = blob.encode("utf-8") if strict else utf8(blob)
         if self.redact.found_in(blob):  # rare: each record on its own, redacted
             for record in records:
