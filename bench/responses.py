@@ -13,7 +13,9 @@ both endpoints see the same machine:
 - **64 concurrent streaming clients** on each endpoint: errors (must be 0) and the p50 first byte
   (target: Responses within 1.2x of chat).
 
-Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200]``.
+Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200]`` (``--clients 0``: no
+concurrent part). The continuation is also given as the median of the per-round ratios (each
+round times one continuation of each chain, one after the other), steadier on a loaded machine.
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
     # idle connections are dropped well before the server's keep-alive timeout (5 s), so no request
     # goes out on a connection the server is closing (a ReadError that says nothing of the server)
     limits = httpx.Limits(
-        max_connections=clients * 2, max_keepalive_connections=clients * 2, keepalive_expiry=1.0
+        max_connections=max(clients, 2) * 2,
+        max_keepalive_connections=max(clients, 2) * 2,
+        keepalive_expiry=1.0,
     )
     keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
     samples: dict[str, list[float]] = {k: [] for k in keys}
@@ -132,7 +136,7 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
                 (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
             )
             samples["chat_deep"].append((await whole(client, url, "chat", **resent))[0])
-        for _ in range(runs):
+        for _ in range(runs if clients else 0):
             for kind, extra in (("chat", {}), ("responses", {}), ("unstored", {"store": False})):
                 times, failed = await concurrent(
                     client, url, kind.replace("unstored", "responses"), clients, **extra
@@ -140,9 +144,11 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
                 wide[kind].extend(times)
                 errors += failed
     medians = {key: statistics.median(values) * 1000 for key, values in samples.items()}
+    paired = [deep / shallow for deep, shallow in zip(samples["c_deep"], samples["c_2"], strict=True)]
     return {
         "medians": medians,
-        "p50": {kind: percentile(values, 0.5) * 1000 for kind, values in wide.items()},
+        "paired": statistics.median(paired),
+        "p50": {kind: percentile(values, 0.5) * 1000 if values else 0.0 for kind, values in wide.items()},
         "errors": errors,
     }
 
@@ -174,7 +180,7 @@ def main(argv: list[str]) -> int:
         print("server:", line.rstrip(), file=sys.stderr)
     m, p50 = result["medians"], result["p50"]
     fb, w, c = m["fb_resp"] / m["fb_chat"], m["w_resp"] / m["w_chat"], m["c_deep"] / m["c_2"]
-    wide = p50["responses"] / p50["chat"]
+    wide = p50["responses"] / p50["chat"] if p50["chat"] else 0.0
     lines = [
         f"## runner serve: /v1/responses against /v1/chat/completions (medians of {args.runs * 10})",
         f"streamed, first byte      chat {m['fb_chat']:6.2f} ms  responses {m['fb_resp']:6.2f} ms  "
@@ -183,13 +189,18 @@ def main(argv: list[str]) -> int:
         f"{w:.2f}x  {verdict(w, 1.1)}",
         f"continue after 2 / {args.deep:<4}    {m['c_2']:6.2f} ms  / {m['c_deep']:6.2f} ms  "
         f"{c:.2f}x  {verdict(c, 1.2)}",
+        f"  the same, median of the {args.runs * 10} paired ratios        {result['paired']:.2f}x  "
+        f"{verdict(result['paired'], 1.2)}",
         f"  chat with those {args.deep} turns resent       {m['chat_deep']:6.2f} ms  "
         f"(responses {m['c_deep'] / m['chat_deep']:.2f}x of it)",
-        f"{args.clients} concurrent streams   p50 first byte chat {p50['chat']:6.1f} ms  responses "
-        f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
-        f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
-        f"{p50['unstored'] / p50['chat']:.2f}x",
     ]
+    if args.clients:
+        lines += [
+            f"{args.clients} concurrent streams   p50 first byte chat {p50['chat']:6.1f} ms  responses "
+            f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
+            f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
+            f"{p50['unstored'] / p50['chat']:.2f}x",
+        ]
     print("\n".join(lines))
     print(json.dumps({"medians_ms": m, "p50_ms": p50, "errors": result["errors"]}), file=sys.stderr)
     return 0 if result["errors"] == 0 else 1

@@ -429,7 +429,10 @@ class ChatRun(RequestRun):
             chat = self.chat
             if more is None or more.resume is None:  # a resumed session has its history already
                 prompts, variables = session.runtime.prompts, session.variables
-                history = chat.history(lambda text: prompts.user(text, variables))
+                history = chat.history(
+                    lambda text: prompts.user(text, variables),
+                    key=session.runtime.provenance.config_sha256 or None,
+                )
                 # The transcript holds the whole conversation; the system prompt is the session's
                 # own, composed from the conversation's first input as one long session would have.
                 session.conversation.restore(

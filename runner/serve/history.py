@@ -45,10 +45,29 @@ class ChatHistory:
     first_input: str = ""
     #: The tool name of each call id, for the tool results' transcript records.
     names: dict[str, str] = field(default_factory=dict)
+    #: User texts as the user template rendered them, by text (a stored conversation's, kept so a
+    #: continuation does not render its whole history again), for the agent file of ``rendered_key``.
+    rendered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rendered_key: str | None = None
 
-    def history(self, wrap_user: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
-        """The messages, with each plain user text passed through ``wrap_user`` (the user template)."""
-        return [wrap_user(message["content"]) if wrap else message for message, wrap in self.items]
+    def history(
+        self, wrap_user: Callable[[str], dict[str, Any]], *, key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The messages, with each plain user text passed through ``wrap_user`` (the user template);
+        ``key`` names the agent file's version: renders kept for another are not used."""
+        if key is None or key != self.rendered_key:
+            self.rendered, self.rendered_key = {}, key
+        rendered = self.rendered
+        out = []
+        for message, wrap in self.items:
+            if wrap:
+                text = message["content"]
+                done = rendered.get(text)
+                if done is None:
+                    done = rendered[text] = wrap_user(text)
+                message = dict(done)
+            out.append(message)
+        return out
 
 
 def _text_of(content: Any) -> str | None:
@@ -81,6 +100,9 @@ def _assistant(
     message: dict[str, Any], names: dict[str, str], max_blocks: int | None
 ) -> list[dict[str, Any]]:
     """One assistant message of the request as the steps that produced it (up to ``max_blocks`` + 1 calls)."""
+    whole = _loose_text(message.get("content"))
+    if not message.get("tool_calls") and "<details" not in whole:  # most answers: no steps to read
+        return [{"role": "assistant", "content": whole.strip()}]
     out: list[dict[str, Any]] = []
     text: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -97,7 +119,7 @@ def _assistant(
         calls.clear()
         results.clear()
 
-    for part in split_content(_loose_text(message.get("content")), max_blocks=max_blocks):
+    for part in split_content(whole, max_blocks=max_blocks):
         if isinstance(part, str):
             if calls:
                 flush(False)

@@ -8,6 +8,7 @@ it recorded (a resume sends exactly what the session sent before).
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +28,15 @@ def is_note(message: dict[str, Any]) -> bool:
     """Whether a message is a note the runner added (not a user's input)."""
     content = message.get("content")
     return isinstance(content, str) and content.startswith(NOTE_PREFIX)
+
+
+def _all_valid(messages: list[dict[str, Any]]) -> bool:
+    """Whether every text of ``messages`` is valid already (one encoding pass, not a walk)."""
+    try:
+        json.dumps(messages, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return False
+    return True
 
 
 class Conversation:
@@ -112,17 +122,32 @@ class Conversation:
             else:
                 self.system = system
         self.first_input = first_input
+        if record:
+            history = self._record(list(history), names or {})
         for message in history:
-            if record:
-                name = (names or {}).get(message.get("tool_call_id") or "")
-                self.append(message, **({"name": name} if name else {}))
-            else:
-                self._add(message)
+            self._add(message)
         self.errors |= set(errors)
         if turns is None:
             turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
         self.turn = turns
         self._answer_dangling_calls()
+
+    def _record(self, history: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+        """Write ``history`` to the transcript in one write; the history with every text valid
+        (checked by that write's encoding: only a history holding a lone surrogate is walked)."""
+
+        def records(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+            named = ((m, names.get(m.get("tool_call_id") or "")) for m in messages)
+            return [(m, {"name": name} if name else {}) for m, name in named]
+
+        if self.transcript is None:
+            return history if _all_valid(history) else [valid_record(m) for m in history]
+        try:
+            self.transcript.messages(records(history), strict=True)
+        except UnicodeEncodeError:
+            history = [valid_record(message) for message in history]
+            self.transcript.messages(records(history))
+        return history
 
     def _answer_dangling_calls(self) -> None:
         answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}

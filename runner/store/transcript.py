@@ -28,6 +28,7 @@ from runner.agentfile.revisions import revision_of
 from runner.errors import RunnerError
 from runner.redact import REDACTED, Redactor
 from runner.store.disk import LineFile, storage_error
+from runner.store.json_lines import json_lines
 from runner.text import utf8
 from runner.version import __version__
 
@@ -123,6 +124,14 @@ def git_signature(path: Path) -> tuple[int, ...]:
     return tuple(signature)
 
 
+def message_record(message: dict[str, Any], time: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A message's transcript record: the OpenAI message fields plus time and ``extra``."""
+    record: dict[str, Any] = {"type": "message", "time": time}
+    record.update(message)
+    record.update({k: v for k, v in extra.items() if v is not None})
+    return record
+
+
 @dataclass
 class TranscriptWriter:
     """Appends records to one session's JSONL file."""
@@ -160,6 +169,23 @@ class TranscriptWriter:
             line = self.redact(line)  # again: values only ``default=str`` could show
         self._file.write(utf8(line + "\n"))
 
+    def write_many(self, records: list[dict[str, Any]], *, strict: bool = False) -> None:
+        """Append ``records`` in one write (all or none): a restored history of hundreds of
+        messages costs one system call, not one each. ``strict``: a text holding a lone surrogate
+        raises ``UnicodeEncodeError`` before anything is written (else it is written as U+FFFD)."""
+        if not records:
+            return
+        blob = "\n".join(json_lines(records)) + "\n"
+        data = blob.encode("utf-8") if strict else utf8(blob)
+        if self.redact.found_in(blob):  # rare: each record on its own, redacted
+            for record in records:
+                self.write(record)
+            return
+        if self._file is None:
+            self.open()
+        assert self._file is not None
+        self._file.write(data)
+
     def header(self, **fields: Any) -> None:
         """Write the header record (line 1)."""
         self.write(
@@ -168,10 +194,15 @@ class TranscriptWriter:
 
     def message(self, message: dict[str, Any], **extra: Any) -> None:
         """Write a message record: the OpenAI message fields plus time (and usage, reasoning...)."""
-        record: dict[str, Any] = {"type": "message", "time": now_iso()}
-        record.update(message)
-        record.update({k: v for k, v in extra.items() if v is not None})
-        self.write(record)
+        self.write(message_record(message, now_iso(), extra))
+
+    def messages(
+        self, messages: list[tuple[dict[str, Any], dict[str, Any]]], *, strict: bool = False
+    ) -> None:
+        """Write message records (each message with its extra fields) in one write, at one time
+        (``strict`` as ``write_many``)."""
+        time = now_iso()
+        self.write_many([message_record(message, time, extra) for message, extra in messages], strict=strict)
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.

@@ -96,3 +96,59 @@ def test_an_image_part_reaches_the_model_as_an_image(hello: Any) -> None:
     assert response.output_text == "Hello there."
     (user,) = [m for m in hello.model_server.requests[-1]["messages"] if m["role"] == "user"]
     assert user["content"][1] == {"type": "image_url", "image_url": {"url": url, "detail": "auto"}}
+
+
+def test_an_image_to_a_model_without_images_is_a_400_naming_the_part(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted([{"content": "unused"}], repeat=True)
+    path = agent_files.write("texter", server)
+    path.write_text(path.read_text().replace("openai/scripted", "openai/gpt-3.5-turbo"))
+    served = serve_app([agent_files.root])
+    url = "data:image/png;base64,iVBORw0KGgo="
+    content = [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url}]
+    items = [{"role": "user", "content": "First."}, {"role": "user", "content": content}]
+    with served.http() as http:
+        response = http.post("/v1/responses", json={"model": "texter", "input": items})
+        text = http.post("/v1/responses", json={"model": "texter", "input": "Hi"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == "image_input_unsupported"
+    assert error["param"] == "input[1].content[1]"
+    assert "'texter' (openai/gpt-3.5-turbo) does not take images" in error["message"]
+    assert len(server.requests) == 1  # the model was asked only for the text
+    assert text.status_code == 200
+
+
+def test_an_image_to_a_vision_model_passes_through(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted([{"content": "A cat."}], repeat=True)
+    path = agent_files.write("looker", server)
+    path.write_text(path.read_text().replace("openai/scripted", "openai/gpt-4o-mini"))
+    served = serve_app([agent_files.root])
+    url = "https://example.com/cat.png"
+    content = [{"type": "input_image", "image_url": url, "detail": "low"}]
+    client = served.openai()
+    response = client.responses.create(model="looker", input=[{"role": "user", "content": content}])
+    assert response.output_text == "A cat."
+    (user,) = [m for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert user["content"] == [{"type": "image_url", "image_url": {"url": url, "detail": "low"}}]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "takes"),
+    [
+        ("openai/gpt-4o-mini", True),  # litellm's map: supports_vision
+        ("openai/gpt-3.5-turbo", False),  # in the map without it
+        ("openai/o3-mini", False),
+        ("openai/qwen2.5-vl-7b-instruct", True),  # not in the map: the family tables
+        ("openai/llama-3.2-11b-vision-instruct", True),
+        ("openai/llama3.1:8b", False),
+        ("openai/scripted", None),  # unknown: the model answers for itself
+    ],
+)
+def test_which_models_take_images(model_id: str, takes: bool | None) -> None:
+    from runner.serve.responses.images import takes_images
+
+    assert takes_images(model_id) is takes

@@ -176,3 +176,27 @@ def test_a_restarted_server_continues_and_sessions_list_sees_it(
     assert session_id in listed.output
     shown = CliRunner().invoke(main.app, ["sessions", "show", session_id], env={"RUNNER_HOME": str(home)})
     assert shown.exit_code == 0 and "after" in shown.output
+
+
+def test_a_continuation_reuses_the_stored_renders_of_its_user_texts(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], home: Path
+) -> None:
+    import json
+
+    server = scripted(echo, repeat=True)
+    agent_files.write("wrap", server, 'prompts:\n  user: "U: {{ input }}"')
+    client = serve_app([agent_files.root]).openai()
+    first = client.responses.create(model="wrap", input="a")
+    second = client.responses.create(model="wrap", input="b", previous_response_id=first.id)
+    assert second.output_text == "U: a | U: b"  # the earlier text rendered once, as it was sent
+    path = home / "serve" / "responses" / f"{second.id}.json"
+    record = json.loads(path.read_text())
+    assert record["rendered"]["texts"]["a"] == {"role": "user", "content": "U: a"}
+    record["rendered"]["texts"]["a"]["content"] = "kept: a"  # what was sent is what is sent again
+    path.write_text(json.dumps(record))
+    third = client.responses.create(model="wrap", input="c", previous_response_id=second.id)
+    assert third.output_text == "kept: a | U: b | U: c"
+    record["rendered"]["key"] = "another version of the agent file"  # its renders are not used
+    path.write_text(json.dumps(record))
+    fourth = client.responses.create(model="wrap", input="d", previous_response_id=second.id)
+    assert fourth.output_text == "U: a | U: b | U: d"

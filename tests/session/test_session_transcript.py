@@ -256,3 +256,26 @@ async def test_a_new_commit_shows_in_the_next_sessions_header_without_touching_t
     second = await drive(spec, [text("hi")], "hello")
     head = git(tmp_path, "rev-parse", "HEAD")
     assert second.records()[0]["git"] == {"commit": head, "dirty": False}
+
+
+def test_a_restored_history_is_written_whole_and_valid(tmp_path: Path) -> None:
+    from runner.session.conversation import Conversation
+    from runner.store.transcript import TranscriptWriter
+
+    path = tmp_path / "restored.jsonl"
+    conversation = Conversation(TranscriptWriter(path))
+    history = [
+        {"role": "user", "content": "broken \ud800 text"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c1", "lookup")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+    ]
+    conversation.restore(history, record=True, names={"c1": "lookup"})
+    conversation.transcript.close()  # type: ignore[union-attr]
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["role"] for r in records] == ["user", "assistant", "tool"]
+    assert records[0]["content"] == conversation.history[0]["content"] == "broken \ufffd text"
+    assert records[2]["name"] == "lookup" and len({r["time"] for r in records}) == 1
+
+
+def _call(call_id: str, name: str) -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}

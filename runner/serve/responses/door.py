@@ -20,7 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from runner.errors import ConfigError
 from runner.modes.structured import prepare_wire
+from runner.runtime.model_source import resolve_model_config
 from runner.serve.conversations import owner_tag
 from runner.serve.dispatch import open_request_run
 from runner.serve.door_spec import Door
@@ -30,6 +32,7 @@ from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
 from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
+from runner.serve.responses.images import check_images
 from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
 from runner.serve.responses.listing import input_items_page, stored_items
 from runner.serve.responses.store import (
@@ -42,10 +45,10 @@ from runner.serve.state import ServeState
 
 __all__ = ["door"]
 
-#: Bodies up to this size are decoded on the event loop (as the chat door does).
+#: Bodies up to this size are decoded on the event loop (as the chat door does); so is a
+#: continuation whose body and stored conversation weigh no more together (the chat door parses
+#: the same conversation resent on the loop: a thread hand-off would cost more than the parse).
 _INLINE_DECODE_BYTES = 64 * 1024
-#: Conversations up to this many messages are parsed on the event loop (well under a millisecond).
-_INLINE_MESSAGES = 50
 
 
 def _not_found(error: ResponseNotFound, param: str | None = None) -> ApiError:
@@ -74,8 +77,11 @@ class ResponsesDoor:
         return self._store
 
     async def _load(self, response_id: str, key: str | None, param: str | None = None) -> StoredResponse:
+        store = self.store
         try:
-            return await anyio.to_thread.run_sync(self.store.load, response_id, key)
+            if store.is_small(response_id, _INLINE_DECODE_BYTES):  # a page-cache read and a small parse
+                return store.load(response_id, key)
+            return await anyio.to_thread.run_sync(store.load, response_id, key)
         except ResponseNotFound as error:
             raise _not_found(error, param) from None
         except StoredResponseUnreadable as error:
@@ -97,10 +103,12 @@ class ResponsesDoor:
             raise ApiError(400, "the request body must be a JSON object")
         previous = body.get("previous_response_id")
         prior: list[dict[str, Any]] = []
+        stored: StoredResponse | None = None
         if previous is not None:
             if not isinstance(previous, str):
                 raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
-            prior = (await self._load(previous, key, "previous_response_id")).messages
+            stored = await self._load(previous, key, "previous_response_id")
+            prior = stored.messages
 
         def parse() -> tuple[ResponsesRequest, ChatHistory]:
             parsed = parse_responses_request(body, prior=prior, report=state.report)
@@ -119,9 +127,11 @@ class ResponsesDoor:
                 raise ApiError(error.status, error.message, param="input", code=error.code) from None
             if parsed.chat.output is not None:
                 prepare_wire(parsed.chat.output)
+            if stored is not None and stored.rendered:  # the renders of the texts it held already
+                history.rendered, history.rendered_key = dict(stored.rendered), stored.rendered_key
             return parsed, history
 
-        small = len(raw) <= _INLINE_DECODE_BYTES and len(prior) < _INLINE_MESSAGES
+        small = len(raw) + (stored.size if stored is not None else 0) <= _INLINE_DECODE_BYTES
         parsed, history = parse() if small else await anyio.to_thread.run_sync(parse)
         return parsed, history, prior
 
@@ -166,6 +176,7 @@ class ResponsesDoor:
         prior: list[dict[str, Any]],
         key: str | None,
         end: EndPiece,
+        history: ChatHistory,
     ) -> None:
         """Store a response that did not fail (with the conversation at it), if the request asks."""
         if not parsed.store or builder.response["status"] == "failed":
@@ -176,15 +187,29 @@ class ResponsesDoor:
             messages=[*prior, *parsed.messages, builder.assistant_message()],
             session_id=end.outcome.session_id if end.outcome is not None else None,
             owner=owner_tag(key),
+            rendered=history.rendered,
+            rendered_key=history.rendered_key,
         )
         # in a worker thread: under load a file system call can take milliseconds, and the event
         # loop keeps every other stream going meanwhile
         await anyio.to_thread.run_sync(self.store.save, stored)
 
+    def _model_id(self, name: str) -> str | None:
+        """The model id of the agent served as ``name`` (None: a workflow, unknown, or none named)."""
+        holder = self.state.catalog
+        agent = holder.get(name)
+        if agent is None:
+            return None
+        try:
+            return resolve_model_config(agent.config, holder.settings).id
+        except ConfigError:
+            return None
+
     async def create(self, request: Request) -> Response:
         key = self.state.authorize(request)
         parsed, history, prior = await self._read(request, key)
         state = self.state
+        check_images(parsed.items, parsed.chat.model, self._model_id(parsed.chat.model))
         try:
             run = open_request_run(
                 state.catalog, parsed.chat, history, report=state.report, tool_details=state.tool_details
@@ -197,9 +222,9 @@ class ResponsesDoor:
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
         if parsed.chat.stream:
-            return EventSourceResponse(self._stream(run, builder, parsed, prior, key), sep="\n")
+            return EventSourceResponse(self._stream(run, builder, parsed, (prior, history), key), sep="\n")
         response = await unless_disconnected(
-            request.receive, run, self._collect(run, builder, parsed, prior, key)
+            request.receive, run, self._collect(run, builder, parsed, (prior, history), key)
         )
         if response is None:
             return Response(status_code=499)  # nobody is there to read it
@@ -210,7 +235,7 @@ class ResponsesDoor:
         run: RequestRun,
         builder: ResponseBuilder,
         parsed: ResponsesRequest,
-        prior: list[dict[str, Any]],
+        state: tuple[list[dict[str, Any]], ChatHistory],
         key: str | None,
     ) -> dict[str, Any]:
         async for piece in run.pieces():
@@ -218,7 +243,7 @@ class ResponsesDoor:
                 if piece.error is not None:
                     raise piece.error
                 builder.finish(piece)
-                await self._commit(builder, parsed, prior, key, piece)
+                await self._commit(builder, parsed, state[0], key, piece, state[1])
                 return builder.response
             builder.feed(piece)
         raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
@@ -228,7 +253,7 @@ class ResponsesDoor:
         run: RequestRun,
         builder: ResponseBuilder,
         parsed: ResponsesRequest,
-        prior: list[dict[str, Any]],
+        state: tuple[list[dict[str, Any]], ChatHistory],
         key: str | None,
     ) -> AsyncIterator[bytes]:
         try:
@@ -236,7 +261,7 @@ class ResponsesDoor:
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
-                    await self._commit(builder, parsed, prior, key, piece)
+                    await self._commit(builder, parsed, state[0], key, piece, state[1])
                 else:
                     events = builder.feed(piece)
                 if events:

@@ -50,6 +50,12 @@ class StoredResponse:
     messages: list[dict[str, Any]]
     session_id: str | None
     owner: str
+    #: The user texts of the conversation as the agent's user template rendered them (by text), and
+    #: the agent file's version they were rendered for: a continuation renders only its new texts.
+    rendered: dict[str, dict[str, Any]] | None = None
+    rendered_key: str | None = None
+    #: The size of its file (what a continuation weighs: a small one is parsed on the event loop).
+    size: int = 0
 
     def record(self) -> dict[str, Any]:
         return {
@@ -60,6 +66,7 @@ class StoredResponse:
             "response": self.response,
             "input_items": self.input_items,
             "messages": self.messages,
+            "rendered": {"key": self.rendered_key, "texts": self.rendered or {}},
         }
 
 
@@ -86,6 +93,17 @@ class ResponseStore:
         data = json.dumps(stored.record(), ensure_ascii=False, separators=(",", ":"))
         replace_atomically(path, [data.encode("utf-8", "replace")], what="the stored response")
 
+    def is_small(self, response_id: str, limit: int) -> bool:
+        """Whether the record of ``response_id`` is at most ``limit`` bytes (or missing: a miss is
+        answered at once), so that reading it costs less than a thread hand-off."""
+        path = self._path(response_id)
+        if path is None:
+            return True
+        try:
+            return path.stat().st_size <= limit
+        except OSError:
+            return True
+
     def load(self, response_id: str, key: str | None) -> StoredResponse:
         """The response ``key`` stored as ``response_id``; ``ResponseNotFound`` for every miss."""
         missing = ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
@@ -98,15 +116,20 @@ class ResponseStore:
             raise missing from None
         try:
             record = json.loads(raw)
+            rendered = record.get("rendered") or {}
             stored = StoredResponse(
                 response=record["response"],
                 input_items=record["input_items"],
                 messages=record["messages"],
                 session_id=record.get("session_id"),
                 owner=record["owner"],
+                rendered=rendered.get("texts"),
+                rendered_key=rendered.get("key"),
+                size=len(raw),
             )
             valid = (
-                isinstance(stored.response, dict)
+                isinstance(stored.rendered, dict | None)
+                and isinstance(stored.response, dict)
                 and isinstance(stored.messages, list)
                 and isinstance(stored.input_items, list)
             )
