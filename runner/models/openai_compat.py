@@ -224,6 +224,7 @@ class OpenAICompatModel:
             usage=self._usage(data.get("usage") or {}),
             finish_reason=choice.get("finish_reason"),
             model=data.get("model") or self._wire_model,
+            response_id=_text_or_none(data.get("id")),
         )
 
     def _usage(self, data: Mapping[str, Any]) -> Usage:
@@ -231,7 +232,10 @@ class OpenAICompatModel:
         prompt = data.get("prompt_tokens") or 0
         completion = data.get("completion_tokens") or 0
         total = data.get("total_tokens") or prompt + completion
-        return Usage(prompt, completion, total, cost_usd(self.name, prompt, completion))
+        details = data.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        cached = cached if isinstance(cached, int) and cached > 0 else 0
+        return Usage(prompt, completion, total, cost_usd(self.name, prompt, completion), cached)
 
     def _status_error(self, response: httpx.Response, *, streaming: bool) -> ModelError:
         """The server's status and its own message, once (the URL stays out: the user knows it)."""
@@ -291,7 +295,7 @@ class _StreamEnd:
 class _StreamedAnswer:
     """What the chunks of a streamed answer said so far; ``feed`` gives the events of one chunk."""
 
-    __slots__ = ("calls", "choices", "finish_reason", "model", "reasoning", "text", "usage")
+    __slots__ = ("calls", "choices", "finish_reason", "model", "reasoning", "response_id", "text", "usage")
 
     def __init__(self, model: str) -> None:
         self.calls = ToolCallAccumulator()
@@ -300,6 +304,7 @@ class _StreamedAnswer:
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.model = model
+        self.response_id: str | None = None
         self.choices = 0  # chunks that carried a choice
 
     @property
@@ -310,6 +315,8 @@ class _StreamedAnswer:
     def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         """The events ``chunk`` adds (its usage is read by the caller)."""
         self.model = chunk.get("model") or self.model
+        if self.response_id is None:
+            self.response_id = _text_or_none(chunk.get("id"))
         choices = chunk.get("choices")
         if not choices:
             return []
@@ -340,6 +347,7 @@ class _StreamedAnswer:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
+            response_id=self.response_id,
         )
 
 
@@ -432,3 +440,8 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A provider's id field as text (None when it sent none, or not a string)."""
+    return value if isinstance(value, str) and value else None
