@@ -36,7 +36,6 @@ __all__ = [
     "count",
     "enable",
     "enabled",
-    "hook_decision",
     "inject",
     "item",
     "model_retry",
@@ -425,17 +424,6 @@ def item(index: int, *, key: str | None = None) -> Scope | Noop:
     if not _active:
         return NOOP
     return Scope("item", f"batch_item {index}", {"runner.batch.index": index, "runner.batch.key": key})
-
-
-def hook_decision(event: str, outcome: Any) -> None:
-    """A hook chain's answer (a ``ChainOutcome``) as a ``runner.hook`` event, when it decided something."""
-    if not _active or not (outcome.stop or outcome.deny or outcome.arguments is not None or outcome.output):
-        return
-    decided = "stop" if outcome.stop else "deny" if outcome.deny else "rewrite"
-    count(
-        "runner.hook",
-        {"runner.hook.event": event, "runner.hook.decision": decided, "runner.hook.reason": outcome.reason},
-    )
 
 
 def session_change(agent_name: str, change: int) -> str:
