@@ -380,5 +380,7 @@ def _text_or_none(value: Any) -> str | None:
 def _cached_tokens(usage: Any) -> int:
     """``usage.prompt_tokens_details.cached_tokens`` (litellm gives an object, or a dict), else 0."""
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    cached = (
+        details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    )
     return cached if isinstance(cached, int) and cached > 0 else 0

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import runner.telemetry as telemetry
-from runner.telemetry import decisions
 from runner.agentfile.config import LimitsConfig
 from runner.errors import LimitReached
 from runner.models.base import ToolCall
@@ -26,6 +25,7 @@ from runner.session.conversation import NOTE_PREFIX
 from runner.session.decisions import EndTurn
 from runner.session.events import EventSink, ToolStarted
 from runner.session.limits import Budget, RepeatGuard
+from runner.telemetry import decisions
 from runner.text import counted
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.executor import CallDecision, execute_one

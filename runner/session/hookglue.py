@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from runner.telemetry import decisions
 from runner.agentfile.config import HOOK_EVENT_RULES, HookConfig
 from runner.runtime.hooks import ChainOutcome, HookEvent
 from runner.session.view import SessionView
+from runner.telemetry import decisions
 from runner.text import one_line
 
 __all__ = ["HookStop", "SessionHooks"]

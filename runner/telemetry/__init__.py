@@ -431,7 +431,9 @@ def session_change(agent_name: str, change: int) -> str:
     ``runner_active_sessions``), no span event. Returns ``agent_name`` (what the close names)."""
     if _recorders:
         for recorder in _recorders:
-            recorder.counted("runner.session", {"gen_ai.agent.name": agent_name, "runner.session.change": change})
+            recorder.counted(
+                "runner.session", {"gen_ai.agent.name": agent_name, "runner.session.change": change}
+            )
     return agent_name
 
 

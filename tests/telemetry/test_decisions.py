@@ -64,10 +64,18 @@ async def test_permission_decisions_are_events_on_the_tool_span(tmp_path: Path, 
     paris, rome, oslo = _tool_spans(traces, "lookup")
     (wipe,) = _tool_spans(traces, "wipe")
     assert _events(paris, "runner.permission") == [
-        {"gen_ai.tool.name": "lookup", "runner.permission.decision": "allow", "runner.permission.rule": "lookup(city=Paris)"}
+        {
+            "gen_ai.tool.name": "lookup",
+            "runner.permission.decision": "allow",
+            "runner.permission.rule": "lookup(city=Paris)",
+        }
     ]
     assert _events(rome, "runner.permission") == [
-        {"gen_ai.tool.name": "lookup", "runner.permission.decision": "deny", "runner.permission.rule": "lookup(city=Rome)"}
+        {
+            "gen_ai.tool.name": "lookup",
+            "runner.permission.decision": "deny",
+            "runner.permission.rule": "lookup(city=Rome)",
+        }
     ]
     assert _events(oslo, "runner.permission") == []  # no rule matched, nothing to confirm: no decision
     assert _events(wipe, "runner.permission") == [
@@ -89,7 +97,9 @@ async def test_an_ask_nobody_can_answer_is_recorded_as_denied(tmp_path: Path, tr
     assert (event["runner.permission.decision"], event["runner.permission.answer"]) == ("ask", "deny")
 
 
-async def test_tool_pre_hook_allow_and_deny_are_events_on_the_tool_span(tmp_path: Path, traces: Traces) -> None:
+async def test_tool_pre_hook_allow_and_deny_are_events_on_the_tool_span(
+    tmp_path: Path, traces: Traces
+) -> None:
     body = """
     tools:
       - python: $TOOLS
@@ -103,9 +113,15 @@ async def test_tool_pre_hook_allow_and_deny_are_events_on_the_tool_span(tmp_path
     run = await run_agent(path, "Go.", script=script)
     assert run.tool_results == ["sunny in Paris", "Denied by a hook: no Rome today"]
     paris, rome = _tool_spans(traces, "lookup")
-    assert _events(paris, "runner.hook") == [{"runner.hook.event": "tool_pre", "runner.hook.decision": "allow"}]
+    assert _events(paris, "runner.hook") == [
+        {"runner.hook.event": "tool_pre", "runner.hook.decision": "allow"}
+    ]
     assert _events(rome, "runner.hook") == [
-        {"runner.hook.event": "tool_pre", "runner.hook.decision": "deny", "runner.hook.reason": "no Rome today"}
+        {
+            "runner.hook.event": "tool_pre",
+            "runner.hook.decision": "deny",
+            "runner.hook.reason": "no Rome today",
+        }
     ]
     assert _events(paris, "runner.permission") == []  # no rules: the hooks decided alone
     agent = traces.one("invoke_agent tester")

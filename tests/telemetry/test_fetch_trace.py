@@ -66,7 +66,9 @@ async def _fetch(path: Path, site: _Recording) -> None:
     assert run.tool_results == ["hello"]
 
 
-async def test_by_default_fetch_sends_no_trace_context(tmp_path: Path, traces: Traces, site: _Recording) -> None:
+async def test_by_default_fetch_sends_no_trace_context(
+    tmp_path: Path, traces: Traces, site: _Recording
+) -> None:
     await _fetch(_agent(tmp_path, site), site)
     traces.one("execute_tool fetch")  # tracing is on
     assert [h.get("traceparent") for h in site.seen] == [None]
@@ -80,7 +82,11 @@ async def test_with_propagate_trace_fetch_sends_the_tool_spans_traceparent(
     tool = traces.one("execute_tool fetch")
     (headers,) = site.seen
     version, trace_id, span_id, flags = headers["traceparent"].split("-")
-    assert (version, trace_id, span_id) == ("00", f"{tool.context.trace_id:032x}", f"{tool.context.span_id:016x}")
+    assert (version, trace_id, span_id) == (
+        "00",
+        f"{tool.context.trace_id:032x}",
+        f"{tool.context.span_id:016x}",
+    )
     assert int(flags, 16) & 1  # sampled
 
 

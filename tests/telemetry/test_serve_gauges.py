@@ -29,7 +29,9 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
 
     def start(paths: Sequence[Path]) -> Served:
         holder = CatalogHolder(list(paths), load_catalog(list(paths)))
-        served = Served(create_app(holder, settings=RuntimeSettings(home=tmp_path / "home")), Recorder(), holder)
+        served = Served(
+            create_app(holder, settings=RuntimeSettings(home=tmp_path / "home")), Recorder(), holder
+        )
         served.start()
         started.append(served)
         return served
@@ -87,13 +89,13 @@ def test_active_sessions_and_runs_count_the_requests_in_progress_by_agent(
         for caller in callers:
             caller.join(30)
         scraped: list[str] = []
+
+        def closed() -> bool:
+            scraped.append(http.get("/metrics").text)
+            return _gauges(scraped[-1], "runner_active_sessions") == {"slow": 0.0, "quick": 0.0}
+
         with served.http() as http:
-            # a session closes just after its answer is sent: scrape until the gauge comes down
-            _wait_for(
-                lambda: _gauges(scraped.append(http.get("/metrics").text) or scraped[-1], "runner_active_sessions")
-                == {"slow": 0.0, "quick": 0.0},
-                "the sessions to close",
-            )
+            _wait_for(closed, "the sessions to close")  # a session closes just after its answer is sent
         after = scraped[-1]
     assert answers == [200, 200]
     assert _gauges(during, "runner_active_sessions") == {"slow": 2.0, "quick": 0.0}

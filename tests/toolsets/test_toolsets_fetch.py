@@ -363,7 +363,9 @@ async def test_bad_guard_options_are_config_errors(
     assert caught.value.message == f"builtin toolset 'fetch': {message}"
     option = next(iter(options))
     assert caught.value.path.startswith(f"tools[0].with.{option}")
-    assert caught.value.hint and caught.value.hint.startswith(("fetch private", "hosts fetched", "send the tool call"))
+    assert caught.value.hint and caught.value.hint.startswith(
+        ("fetch private", "hosts fetched", "send the tool call")
+    )
     spec = ToolSourceConfig(kind="builtin", target="fetch", base_dir=tmp_path, options=options)
     assert [error.message for error in check_source(spec, tmp_path / "agent.yaml")] == [
         f"builtin toolset 'fetch': {message}"
