@@ -161,7 +161,7 @@ class OpenAICompatModel:
         loop = asyncio.get_running_loop()
         if self._pools is None or self._loop is not loop:
             # Pooled connections belong to the loop that opened them: a new loop needs new clients.
-            self._pools = ClientPools(self._new_client)
+            self._pools = ClientPools(self._new_client, idle_s=KEEPALIVE_S)
             self._loop = loop
         return self._pools
 

@@ -48,6 +48,32 @@ async def test_concurrent_requests_spread_over_the_clients_least_busy_first() ->
     assert pools.clients == []
 
 
+async def test_an_extra_client_idle_for_the_keep_alive_expiry_is_closed_and_made_again() -> None:
+    made: list[httpx.AsyncClient] = []
+
+    def make(pools: int) -> httpx.AsyncClient:
+        made.append(httpx.AsyncClient())
+        return made[-1]
+
+    pools = ClientPools(make, 2, idle_s=0.05)
+    first, second = pools.take(), pools.take()
+    assert (first[0], second[0]) == (0, 1)
+    pools.give(1)
+    pools.give(0)
+    await asyncio.sleep(0.2)
+    assert pools.clients == [made[0]]  # the first client stays
+    assert made[1].is_closed and not made[0].is_closed
+    busy = pools.take()
+    again = pools.take()  # the first is busy: the extra one is made again, in its old place
+    assert (busy[0], again[0]) == (0, 1) and again[1] is made[2]
+    pools.give(1)
+    pools.take()  # taken again before it expired: it stays
+    await asyncio.sleep(0.2)
+    assert not made[2].is_closed
+    await pools.aclose()
+    assert all(client.is_closed for client in made)
+
+
 async def test_a_model_spreads_concurrent_streams_and_reuses_connections_afterwards() -> None:
     """Four streams at once go over four clients (four connections); later ones, one at a time,
     all go over the first client's kept-alive connection."""
