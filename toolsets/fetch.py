@@ -16,7 +16,9 @@ rebinding); through a proxy, a name that does not resolve here is refused.
 Options: ``max_chars`` (default 100000), ``timeout_s`` (the whole request, default 20), ``headers``
 (sent with every request), ``allow_hosts`` (``host`` or ``host:port`` globs fetched even when
 private, e.g. ``docs.internal``, ``127.0.0.1:8080``, ``*.corp.example``) and ``allow_private``
-(true turns the guard off). One ``httpx.AsyncClient`` per source, closed with the session; proxies
+(true turns the guard off), ``propagate_trace`` (true: while tracing is on, each request carries the
+``execute_tool`` span's ``traceparent``; off by default, since the hosts are arbitrary and a trace id
+tells them which run asked). One ``httpx.AsyncClient`` per source, closed with the session; proxies
 from the environment are used.
 """
 
@@ -30,6 +32,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
+import runner.telemetry as telemetry
 from runner.errors import ConfigError, ToolError
 from runner.tools.base import RunContext, Tool
 
@@ -75,6 +78,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "hosts fetched even when they are private or local: host or host:port globs, "
             "any case, e.g. docs.internal, 127.0.0.1:8080, *.corp.example",
         },
+        "propagate_trace": {
+            "type": "boolean",
+            "default": False,
+            "description": "send the tool call's W3C trace context (traceparent, tracestate) with each "
+            "request while tracing is on (--otel); off by default: fetch reaches arbitrary hosts",
+        },
     },
     "additionalProperties": False,
 }
@@ -110,7 +119,12 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
             hint="fix or unset HTTP_PROXY / HTTPS_PROXY / ALL_PROXY (a socks5:// proxy needs httpx[socks])",
         ) from None
     ctx.stack.push_async_callback(client.aclose)
-    fetcher = _Fetcher(client, max_chars=int(options["max_chars"]), timeout_s=timeout_s)
+    fetcher = _Fetcher(
+        client,
+        max_chars=int(options["max_chars"]),
+        timeout_s=timeout_s,
+        propagate_trace=bool(options.get("propagate_trace", False)),
+    )
 
     async def call(arguments: dict[str, Any], run: RunContext) -> str:
         return await fetcher.fetch(str(arguments["url"]), start=int(arguments.get("start", 0)))
@@ -147,10 +161,13 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
 class _Fetcher:
     """GETs URLs with one client and turns the responses into text."""
 
-    def __init__(self, client: httpx.AsyncClient, *, max_chars: int, timeout_s: float) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, *, max_chars: int, timeout_s: float, propagate_trace: bool = False
+    ) -> None:
         self.client = client
         self.max_chars = max_chars
         self.timeout_s = timeout_s
+        self.propagate_trace = propagate_trace
 
     async def fetch(self, url: str, *, start: int = 0) -> str:
         """The response to ``GET url`` as text, ``max_chars`` from ``start``; failures are ToolErrors."""
@@ -164,7 +181,8 @@ class _Fetcher:
             raise ToolError(f"Only http:// and https:// URLs can be fetched, not {url!r}.")
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with self.client.stream("GET", url) as response:
+                headers = telemetry.trace_headers() if self.propagate_trace else None
+                async with self.client.stream("GET", url, headers=headers) as response:
                     body, complete = await _read_capped(response)
         except PrivateAddressError as exc:
             raise ToolError(_refusal(url, exc)) from None

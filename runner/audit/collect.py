@@ -249,9 +249,9 @@ def _builtin(
         if hosts and not private:
             reach += ", and private ones of " + ", ".join(hosts)
         headers = options.get("headers", {})
-        result.fetch.append(
-            FetchUse(use, reach, private, hosts, sorted(headers) if isinstance(headers, dict) else [])
-        )
+        names = sorted(headers) if isinstance(headers, dict) else []
+        trace = options.get("propagate_trace") is True
+        result.fetch.append(FetchUse(use, reach, private, hosts, names, propagate_trace=trace))
 
 
 def _variables(config: AgentConfig, context: AuditContext) -> list[VariableRead]:

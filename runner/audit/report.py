@@ -106,6 +106,8 @@ class FetchUse:
     allow_private: bool
     allow_hosts: list[str]
     headers: list[str]
+    #: Whether each request carries the run's W3C trace context (``propagate_trace``, with ``--otel``).
+    propagate_trace: bool = False
 
 
 @dataclass(frozen=True)

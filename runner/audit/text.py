@@ -8,6 +8,7 @@ from typing import Any
 from runner.audit.report import (
     AgentAudit,
     ConfirmUse,
+    FetchUse,
     McpCommand,
     ModuleUse,
     ShellUse,
@@ -123,7 +124,7 @@ def _sections(audit: AgentAudit, show: Callable[[str], str]) -> list[tuple[str, 
         ("URLs", [f"{u.use}  {u.kind}  {u.url}{_names('headers', u.headers)}" for u in audit.urls]),
         ("OpenAPI files", [f"{o['use']}  {show(o['file'])}" for o in audit.openapi_files]),
         ("template files", [_template_file(t, show, repository=in_repo) for t in audit.template_files]),
-        ("fetch", [f"{f.use}  {f.reach}{_names('headers', f.headers)}" for f in audit.fetch]),
+        ("fetch", [f"{f.use}  {f.reach}{_names('headers', f.headers)}{_traced(f)}" for f in audit.fetch]),
         ("files", [f"{f.use}  {show(f.root)}  {f.mode}" for f in audit.files]),
         ("shell", [_shell(s, show) for s in audit.shell]),
         ("skills", [_skill(s, show) for s in audit.skills]),
@@ -192,3 +193,8 @@ def summary(audit: AgentAudit, *, name: str | None = None) -> str:
     if subs:
         parts.append(counted(subs, "sub-agent"))
     return f"audit: {name or audit.agent}: " + (", ".join(parts) if parts else "nothing beyond its model")
+
+
+def _traced(use: FetchUse) -> str:
+    """What a ``fetch`` line adds when its requests carry the run's trace context."""
+    return "; sends the trace context (traceparent) with --otel" if use.propagate_trace else ""

@@ -51,12 +51,17 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens (and the cost, when the price is known) of one or more model calls."""
+    """Tokens (and the cost, when the price is known) of one or more model calls.
+
+    ``cached_tokens`` are the prompt tokens the provider read from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``); they are part of ``prompt_tokens``.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float | None = None
+    cached_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The usage as transcripts record it (the cost only when it is known)."""
@@ -67,6 +72,8 @@ class Usage:
         }
         if self.cost_usd is not None:
             data["cost_usd"] = self.cost_usd
+        if self.cached_tokens:
+            data["cached_tokens"] = self.cached_tokens
         return data
 
     def __add__(self, other: Usage) -> Usage:
@@ -79,6 +86,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
             cost,
+            self.cached_tokens + other.cached_tokens,
         )
 
 
@@ -92,6 +100,7 @@ class Reply:
     usage: Usage = Usage()
     finish_reason: str | None = None
     model: str = ""
+    response_id: str | None = None  # the provider's id of the answer (``chatcmpl-...``), when it sent one
 
     def message(self) -> dict[str, Any]:
         """The assistant message in OpenAI format, ready to append to the history (never the reasoning)."""

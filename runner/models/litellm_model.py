@@ -177,6 +177,7 @@ class LiteLLMModel:
             usage=self._usage(getattr(response, "usage", None)),
             finish_reason=choice.finish_reason,
             model=response.model or self.name,
+            response_id=_text_or_none(getattr(response, "id", None)),
         )
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
@@ -188,6 +189,7 @@ class LiteLLMModel:
         usage_data: Any = None
         finish_reason: str | None = None
         model = self.name
+        response_id: str | None = None
         response: Any = None
         finished = False
         chunks = choices = 0  # chunks received; those that carried a choice
@@ -199,6 +201,7 @@ class LiteLLMModel:
                 chunks += 1
                 usage_data = getattr(chunk, "usage", None) or usage_data
                 model = chunk.model or model
+                response_id = response_id or _text_or_none(getattr(chunk, "id", None))
                 if not chunk.choices:
                     continue
                 choices += 1
@@ -253,6 +256,7 @@ class LiteLLMModel:
                 usage=self._usage(usage_data),
                 finish_reason=finish_reason,
                 model=model,
+                response_id=response_id,
             )
         )
 
@@ -293,7 +297,7 @@ class LiteLLMModel:
         prompt = getattr(data, "prompt_tokens", 0) or 0
         completion = getattr(data, "completion_tokens", 0) or 0
         total = getattr(data, "total_tokens", 0) or prompt + completion
-        return Usage(prompt, completion, total, self._cost(prompt, completion))
+        return Usage(prompt, completion, total, self._cost(prompt, completion), _cached_tokens(data))
 
     def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         if self._priced is False:
@@ -366,3 +370,17 @@ async def _close_quietly(response: Any) -> None:
     if closer is not None:
         with contextlib.suppress(Exception):
             await closer()
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A provider's id field as text (None when it sent none, or not a string)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _cached_tokens(usage: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens`` (litellm gives an object, or a dict), else 0."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (
+        details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    )
+    return cached if isinstance(cached, int) and cached > 0 else 0

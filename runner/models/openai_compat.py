@@ -34,6 +34,7 @@ from runner.models.base import (
     events_of,
     says_streaming_unsupported,
 )
+from runner.models.client_pools import ClientPools
 from runner.models.faults import (
     clean,
     incomplete_stream,
@@ -54,7 +55,7 @@ KEEPALIVE_S = 5.0
 
 
 class OpenAICompatModel:
-    """``POST {api_base}/chat/completions`` over one keep-alive ``httpx.AsyncClient``."""
+    """``POST {api_base}/chat/completions`` over keep-alive ``httpx.AsyncClient``s (``ClientPools``)."""
 
     supports_tools: bool | None = True  # the server decides; SPEC section 8 counts it as native
     #: ``output:`` goes as ``response_format`` beside the tools; a server that refuses it gets the
@@ -80,7 +81,7 @@ class OpenAICompatModel:
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._transport = transport  # a seam for tests (httpx.MockTransport)
-        self._client: httpx.AsyncClient | None = None
+        self._pools: ClientPools | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
@@ -89,8 +90,10 @@ class OpenAICompatModel:
     async def complete(self, request: Request) -> Reply:
         """Answer in one piece (``stream: false``)."""
         body, timeout, headers = self._prepare(request, stream=False)
+        pools = self._http()
+        index, client = pools.take()
         try:
-            async with self._http().stream(
+            async with client.stream(
                 "POST", self._url, content=body, headers=headers, timeout=timeout
             ) as response:
                 _release_on_close(response)
@@ -102,6 +105,8 @@ class OpenAICompatModel:
             raise self._transport_error(exc, timeout, answered=False) from exc
         except ValueError as exc:
             raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
+        finally:
+            pools.give(index)
         return self._reply_from_completion(data)
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
@@ -109,8 +114,10 @@ class OpenAICompatModel:
         body, timeout, headers = self._prepare(request, stream=True)
         answer = _StreamedAnswer(self._wire_model)
         end = _StreamEnd()
+        pools = self._http()
+        index, client = pools.take()
         try:
-            async with self._http().stream(
+            async with client.stream(
                 "POST", self._url, content=body, headers=headers, timeout=timeout
             ) as response:
                 _release_on_close(response)
@@ -134,6 +141,8 @@ class OpenAICompatModel:
             raise self._transport_error(exc, timeout, answered=end.data) from exc
         except ValueError as exc:
             raise ModelError(f"{self.name}: the server answered invalid JSON: {exc}") from exc
+        finally:
+            pools.give(index)
         if answer.finish_reason is None and not end.done:
             raise incomplete_stream(self.name, shown=answer.shown, in_tool_call=answer.calls.has_open_call)
         if not answer.choices:
@@ -143,26 +152,33 @@ class OpenAICompatModel:
         yield Completed(answer.reply())
 
     async def aclose(self) -> None:
-        """Close the HTTP client (if it belongs to the running event loop)."""
-        client, self._client = self._client, None
-        if client is not None and self._loop is _running_loop():
-            await client.aclose()
+        """Close the HTTP clients (if they belong to the running event loop)."""
+        pools, self._pools = self._pools, None
+        if pools is not None and self._loop is _running_loop():
+            await pools.aclose()
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> ClientPools:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            # Pooled connections belong to the loop that opened them: a new loop needs a new client.
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
-                limits=httpx.Limits(
-                    max_connections=256, max_keepalive_connections=64, keepalive_expiry=KEEPALIVE_S
-                ),
-                transport=self._transport,
-                # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
-                verify=_tls_context() if self._url.startswith("https:") else False,
-            )
+        if self._pools is None or self._loop is not loop:
+            # Pooled connections belong to the loop that opened them: a new loop needs new clients.
+            self._pools = ClientPools(self._new_client, idle_s=KEEPALIVE_S)
             self._loop = loop
-        return self._client
+        return self._pools
+
+    def _new_client(self, pools: int) -> httpx.AsyncClient:
+        """One of ``pools`` clients: 256 connections shared out among them, up to 128 kept alive (one
+        client: 64, as before the pools; four: 32 each, so 64 streams spread over them stay alive)."""
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
+            limits=httpx.Limits(
+                max_connections=256 // pools,
+                max_keepalive_connections=max(16, min(64, 128 // pools)),
+                keepalive_expiry=KEEPALIVE_S,
+            ),
+            transport=self._transport,
+            # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
+            verify=_tls_context() if self._url.startswith("https:") else False,
+        )
 
     def _prepare(self, request: Request, *, stream: bool) -> tuple[bytes, Any, dict[str, str]]:
         body: dict[str, Any] = {"model": self._wire_model, "messages": request.messages}
@@ -224,6 +240,7 @@ class OpenAICompatModel:
             usage=self._usage(data.get("usage") or {}),
             finish_reason=choice.get("finish_reason"),
             model=data.get("model") or self._wire_model,
+            response_id=_text_or_none(data.get("id")),
         )
 
     def _usage(self, data: Mapping[str, Any]) -> Usage:
@@ -231,7 +248,10 @@ class OpenAICompatModel:
         prompt = data.get("prompt_tokens") or 0
         completion = data.get("completion_tokens") or 0
         total = data.get("total_tokens") or prompt + completion
-        return Usage(prompt, completion, total, cost_usd(self.name, prompt, completion))
+        details = data.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        cached = cached if isinstance(cached, int) and cached > 0 else 0
+        return Usage(prompt, completion, total, cost_usd(self.name, prompt, completion), cached)
 
     def _status_error(self, response: httpx.Response, *, streaming: bool) -> ModelError:
         """The server's status and its own message, once (the URL stays out: the user knows it)."""
@@ -291,7 +311,7 @@ class _StreamEnd:
 class _StreamedAnswer:
     """What the chunks of a streamed answer said so far; ``feed`` gives the events of one chunk."""
 
-    __slots__ = ("calls", "choices", "finish_reason", "model", "reasoning", "text", "usage")
+    __slots__ = ("calls", "choices", "finish_reason", "model", "reasoning", "response_id", "text", "usage")
 
     def __init__(self, model: str) -> None:
         self.calls = ToolCallAccumulator()
@@ -300,6 +320,7 @@ class _StreamedAnswer:
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.model = model
+        self.response_id: str | None = None
         self.choices = 0  # chunks that carried a choice
 
     @property
@@ -310,6 +331,8 @@ class _StreamedAnswer:
     def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         """The events ``chunk`` adds (its usage is read by the caller)."""
         self.model = chunk.get("model") or self.model
+        if self.response_id is None:
+            self.response_id = _text_or_none(chunk.get("id"))
         choices = chunk.get("choices")
         if not choices:
             return []
@@ -340,6 +363,7 @@ class _StreamedAnswer:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
+            response_id=self.response_id,
         )
 
 
@@ -432,3 +456,8 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A provider's id field as text (None when it sent none, or not a string)."""
+    return value if isinstance(value, str) and value else None

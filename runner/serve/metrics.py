@@ -41,6 +41,13 @@ _current: contextvars.ContextVar[tuple[ServeMetrics, dict[str, str]] | None] = c
     "runner_serve_metrics", default=None
 )
 _by_state: dict[int, ServeMetrics] = {}
+#: ``runner_tokens``' ``type`` label and the chat span attribute it counts (``cached_input`` tokens
+#: are part of ``input``: the prompt tokens the provider read from its cache).
+_TOKEN_KINDS = (
+    ("input", "gen_ai.usage.input_tokens"),
+    ("output", "gen_ai.usage.output_tokens"),
+    ("cached_input", "gen_ai.usage.cache_read.input_tokens"),
+)
 
 
 class ServeMetrics:
@@ -67,6 +74,10 @@ class ServeMetrics:
         )  # fmt: skip
         self.in_flight = Gauge("runner_http_requests_in_flight", "Requests being answered", registry=registry)
         self.runs = Gauge("runner_active_runs", "Agent runs in progress", ["agent"], registry=registry)
+        self.sessions = Gauge(
+            "runner_active_sessions", "Agent sessions open (a request's, a workflow step's, a sub-agent's)",
+            ["agent"], registry=registry,
+        )  # fmt: skip
         self.tokens = Counter("runner_tokens", "Model tokens", ["agent", "model", "type"], registry=registry)
         self.cost = Counter(
             "runner_cost_usd", "Model cost (USD, when priced)", ["agent", "model"], registry=registry
@@ -138,7 +149,7 @@ class _Recorder:
         if error:
             kind = "rate_limit" if error == "429" else "server" if error.startswith("5") else error
             metrics.model_errors.labels(model, metrics.label(kind)).inc()
-        for kind, key in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens")):
+        for kind, key in _TOKEN_KINDS:
             value = attributes.get(key)
             if isinstance(value, int) and value:
                 metrics.tokens.labels(agent, model, kind).inc(value)
@@ -148,9 +159,15 @@ class _Recorder:
 
     def counted(self, name: str, attributes: Mapping[str, Any]) -> None:
         current = _current.get()
-        if current is None or name != "runner.model.retry":
+        if current is None:
             return
         metrics = current[0]
+        if name == "runner.session":
+            change = attributes["runner.session.change"]
+            metrics.sessions.labels(metrics.label(attributes.get("gen_ai.agent.name"))).inc(change)
+            return
+        if name != "runner.model.retry":
+            return
         model = metrics.label(attributes.get("gen_ai.request.model"))
         kind = str(attributes.get("runner.retry.kind", "network"))
         metrics.retries.labels(model, kind).inc()

@@ -25,6 +25,7 @@ from runner.session.conversation import NOTE_PREFIX
 from runner.session.decisions import EndTurn
 from runner.session.events import EventSink, ToolStarted
 from runner.session.limits import Budget, RepeatGuard
+from runner.telemetry import decisions
 from runner.text import counted
 from runner.tools.base import RunContext, Tool, ToolResult
 from runner.tools.executor import CallDecision, execute_one
@@ -193,17 +194,23 @@ class _Call:
         permissions = self.parts.permissions
         match = permissions.check(tool.name, arguments, paths=tool.path_view) if permissions else None
         verdict = match.verdict if match is not None else None
+        rule = match.pattern if match is not None else None
         if verdict == "deny":
             assert match is not None
             why = f" ({match.reason}; write it as plain commands)" if match.reason else ""
+            decisions.permission(tool.name, "deny", rule=rule)
             return CallDecision.deny(f"Denied by the permissions rule '{match.pattern}'{why}.")
         if verdict == "allow" or not (verdict == "ask" or tool.confirm):
+            if verdict == "allow":
+                decisions.permission(tool.name, "allow", rule=rule)
             return None
         token = _confirming.set(self.call)
         try:
-            return await self.parts.confirmation.check(tool, arguments, self.step)
+            decision = await self.parts.confirmation.check(tool, arguments, self.step)
         finally:
             _confirming.reset(token)
+        decisions.permission(tool.name, "ask", rule=rule, answer="deny" if decision else "allow")
+        return decision
 
     async def after(self, _call: Any, tool: Tool, result: ToolResult) -> ToolResult | str | None:
         content = result.content

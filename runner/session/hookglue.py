@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import runner.telemetry as telemetry
 from runner.agentfile.config import HOOK_EVENT_RULES, HookConfig
 from runner.runtime.hooks import ChainOutcome, HookEvent
 from runner.session.view import SessionView
+from runner.telemetry import decisions
 from runner.text import one_line
 
 __all__ = ["HookStop", "SessionHooks"]
@@ -66,7 +66,7 @@ class SessionHooks:
     async def run(self, event: str, *, step: int = 0, **fields: Any) -> ChainOutcome:
         """Run ``event``'s chain (its answers not applied yet: see ``apply``)."""
         outcome = await self.session.runtime.hooks.run(self.event(event, step=step, **fields), self)
-        telemetry.hook_decision(event, outcome)
+        decisions.hook_decision(event, outcome)
         return outcome
 
     def apply(self, event: str, outcome: ChainOutcome) -> HookStop | None:

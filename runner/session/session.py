@@ -115,6 +115,7 @@ class Session(SessionState):
                 turns=resume.turns(),
             )
             self._started = True  # a resumed session already ran its session_start hooks
+        self._agent_name = telemetry.session_change(runtime.name, 1)  # ``runner_active_sessions``
 
     @classmethod
     async def open(cls, host: RuntimeHost, *, follow: bool = True, **kwargs: Any) -> Session:
@@ -330,6 +331,7 @@ class Session(SessionState):
         if self._closed:
             return
         self._closed = True
+        telemetry.session_change(self._agent_name, -1)
         try:
             if self.conversation.queue:
                 self._drop_queue("session_end", "the session ended before they ran")

@@ -36,11 +36,11 @@ __all__ = [
     "count",
     "enable",
     "enabled",
-    "hook_decision",
     "inject",
     "item",
     "model_retry",
     "remove_recorder",
+    "session_change",
     "setup",
     "step",
     "tool",
@@ -263,14 +263,16 @@ class Scope:
                 self.span.set_attribute("gen_ai.response.time_to_first_chunk", first)
 
     def reply(self, reply: Any) -> None:
-        """A model's ``Reply``: its model, finish reason, usage (cost as ``runner.usage.cost_usd``)."""
+        """A model's ``Reply``: its model, id, finish reason, usage (cost as ``runner.usage.cost_usd``)."""
         usage = reply.usage
         self.set(
             {
                 "gen_ai.response.model": reply.model or None,
+                "gen_ai.response.id": reply.response_id,
                 "gen_ai.response.finish_reasons": (reply.finish_reason,) if reply.finish_reason else None,
                 "gen_ai.usage.input_tokens": usage.prompt_tokens,
                 "gen_ai.usage.output_tokens": usage.completion_tokens,
+                "gen_ai.usage.cache_read.input_tokens": usage.cached_tokens or None,
                 "runner.usage.cost_usd": usage.cost_usd,
             }
         )
@@ -424,15 +426,15 @@ def item(index: int, *, key: str | None = None) -> Scope | Noop:
     return Scope("item", f"batch_item {index}", {"runner.batch.index": index, "runner.batch.key": key})
 
 
-def hook_decision(event: str, outcome: Any) -> None:
-    """A hook chain's answer (a ``ChainOutcome``) as a ``runner.hook`` event, when it decided something."""
-    if not _active or not (outcome.stop or outcome.deny or outcome.arguments is not None or outcome.output):
-        return
-    decided = "stop" if outcome.stop else "deny" if outcome.deny else "rewrite"
-    count(
-        "runner.hook",
-        {"runner.hook.event": event, "runner.hook.decision": decided, "runner.hook.reason": outcome.reason},
-    )
+def session_change(agent_name: str, change: int) -> str:
+    """A session of ``agent_name`` opened (``change`` 1) or closed (-1): recorders only (serve's
+    ``runner_active_sessions``), no span event. Returns ``agent_name`` (what the close names)."""
+    if _recorders:
+        for recorder in _recorders:
+            recorder.counted(
+                "runner.session", {"gen_ai.agent.name": agent_name, "runner.session.change": change}
+            )
+    return agent_name
 
 
 def count(name: str, attributes: Mapping[str, Any]) -> None:

@@ -26,7 +26,8 @@ class ScriptedServer:
     """An OpenAI-compatible chat-completions server on loopback that answers from a script.
 
     Each entry is a dict: ``content``, ``reasoning``, ``tool_calls`` (``[{"name", "arguments",
-    "id"}]``; ``"id": None`` sends none), ``usage``, ``finish_reason``, ``status`` with ``error``
+    "id"}]``; ``"id": None`` sends none), ``usage``, ``finish_reason``, ``response_id`` (the
+    answer's ``id``, ``chatcmpl-scripted`` by default), ``status`` with ``error``
     (an error answer in OpenAI's shape, with ``headers`` such as ``{"Retry-After": "1"}``),
     ``delay_s`` (before answering), ``chunk_delay_s`` (between stream chunks) and ``linger_s``
     (how long a stream stays open after ``[DONE]``); or a callable ``(body) -> dict``. ``script``
@@ -255,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chunks(self, body: dict[str, Any], step: Mapping[str, Any]) -> list[dict[str, Any]]:
         count = self.server.scripted.chunks
-        base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": int(time.time())}
+        base = {"id": _response_id(step), "object": "chat.completion.chunk", "created": int(time.time())}
         base["model"] = body.get("model") or self.server.scripted.model
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
         deltas += [{"reasoning_content": piece} for piece in pieces(step.get("reasoning") or "", count)]
@@ -292,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
         if step.get("reasoning"):
             message["reasoning_content"] = step["reasoning"]
         return {
-            "id": "chatcmpl-scripted",
+            "id": _response_id(step),
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.server.scripted.model,
@@ -313,6 +314,10 @@ def _wire_calls(step: Mapping[str, Any], ids: Iterator[int]) -> list[dict[str, A
             }
         )
     return calls
+
+
+def _response_id(step: Mapping[str, Any]) -> str:
+    return str(step.get("response_id") or "chatcmpl-scripted")
 
 
 def _finish_reason(step: Mapping[str, Any]) -> str:

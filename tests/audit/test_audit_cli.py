@@ -338,3 +338,17 @@ def test_a_url_password_is_masked_whatever_the_variable_is_named(
     assert "curl -s https://bob:***@h.example/x" in text.output
     (variable,) = data["variables"]
     assert variable["name"] == "PROXYPASS" and variable["secret"] is True
+
+
+def test_a_fetch_that_sends_the_trace_context_says_so(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "version: 1\nname: a\ntools:\n  - builtin: fetch\n    with: {propagate_trace: true}\n"
+        "  - builtin: fetch\n    id: quiet\n",
+        encoding="utf-8",
+    )
+    data = _json(agent)
+    assert [use["propagate_trace"] for use in data["fetch"]] == [True, False]
+    text = _audit(str(agent))
+    assert text.exit_code == 0, text.output
+    assert text.output.count("sends the trace context (traceparent) with --otel") == 1

@@ -352,6 +352,7 @@ async def test_a_proxy_from_the_environment_is_used_and_private_urls_are_still_r
         ({"allow_private": "yes"}, "option 'allow_private': 'yes' is not of type 'boolean'"),
         ({"allow_hosts": "x"}, "option 'allow_hosts': 'x' is not of type 'array'"),
         ({"allow_hosts": ["ok", 3]}, "option 'allow_hosts.1': 3 is not of type 'string'"),
+        ({"propagate_trace": "on"}, "option 'propagate_trace': 'on' is not of type 'boolean'"),
     ],
 )
 async def test_bad_guard_options_are_config_errors(
@@ -362,7 +363,9 @@ async def test_bad_guard_options_are_config_errors(
     assert caught.value.message == f"builtin toolset 'fetch': {message}"
     option = next(iter(options))
     assert caught.value.path.startswith(f"tools[0].with.{option}")
-    assert caught.value.hint and caught.value.hint.startswith(("fetch private", "hosts fetched"))
+    assert caught.value.hint and caught.value.hint.startswith(
+        ("fetch private", "hosts fetched", "send the tool call")
+    )
     spec = ToolSourceConfig(kind="builtin", target="fetch", base_dir=tmp_path, options=options)
     assert [error.message for error in check_source(spec, tmp_path / "agent.yaml")] == [
         f"builtin toolset 'fetch': {message}"
