@@ -14,7 +14,11 @@ question, in the same run, four ways:
   the agent file) is printed too: it holds the imports only a run needs.
 
 Batches of sequential calls take turns, in alternating order; reported: the median per-call time
-of each and its ratio to the floor (medians of per-round ratios).
+of each and its ratio to the floor (medians of per-round ratios). For HTTP, the CPU time the
+``runner serve`` process spent per call of each way is reported too (all its threads, from
+``/proc/PID/task/*/schedstat``, Linux): the server's own cost, which a loaded machine disturbs far
+less than wall time, and which leaves out the clients (the official ``mcp`` client does more per
+call than a bare httpx POST).
 
 Run: ``python -m bench.mcp_server [--runs N] [--calls N]``.
 """
@@ -77,23 +81,45 @@ def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str
 Call = Callable[[], Awaitable[Any]]
 
 
-async def batches(calls: dict[str, Call], *, runs: int, each: int) -> dict[str, list[float]]:
-    """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating."""
+def process_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` has run so far, all its live threads (Linux ``schedstat``, ns)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+    return total / 1e9
+
+
+async def batches(
+    calls: dict[str, Call], *, runs: int, each: int, cpu: dict[str, float] | None = None, pid: int = 0
+) -> dict[str, list[float]]:
+    """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating;
+    with ``cpu``, the CPU seconds process ``pid`` spent per call of each way are left in it."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():  # warm-up: runtimes built, connections open
         for _ in range(3):
             await call()
     names = list(calls)
+    spent = dict.fromkeys(calls, 0.0)
     for round_number in range(runs):
         for name in names if round_number % 2 == 0 else reversed(names):
+            before = process_cpu(pid) if cpu is not None else 0.0
             start = time.perf_counter()
             for _ in range(each):
                 await calls[name]()
             samples[name].append((time.perf_counter() - start) / each)
+            if cpu is not None:
+                spent[name] += process_cpu(pid) - before
+    if cpu is not None:
+        cpu.update({name: value / (runs * each) for name, value in spent.items()})
     return samples
 
 
-async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]]:
+async def http_bench(
+    url: str, *, runs: int, each: int, cpu: dict[str, float], pid: int
+) -> dict[str, list[float]]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -129,6 +155,8 @@ async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]
             },
             runs=runs,
             each=each,
+            cpu=cpu,
+            pid=pid,
         )
 
 
@@ -202,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
         env.update(RUNNER_HOME=str(Path(workdir) / "home"), SCRIPTED_API_KEY="sk-test", PYTHONPATH=str(ROOT))
         serve, url = start_serve(folder, env)
+        cpu: dict[str, float] = {}
         try:
-            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls))
+            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls, cpu=cpu, pid=serve.pid))
         finally:
             serve.terminate()
             serve.wait(timeout=15)
@@ -224,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         target=TARGET,
         ratios=paired_ratios(http, "chat completion"),
     )
+    print("runner serve's CPU time per call (all threads):")
+    for name, seconds in cpu.items():
+        print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / cpu['chat completion']:.2f}x")
     pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
     medians = {name: statistics.median(values) for name, values in pair.items()}
     ok = (

@@ -5,7 +5,8 @@ earlier, and the stateless 2026-07-28 revision with ``server/discover``), stdio 
 HTTP, progress notifications (``report_progress`` sends one only when the request carried a
 progress token) and ``notifications/cancelled`` (it cancels the handler, which cancels the run).
 This module maps ``tools/list`` to ``McpCalls.tools`` and ``tools/call`` to ``McpCalls.call``,
-and, under ``--watch``, declares and sends ``tools/list_changed`` (``changes.py``).
+and, under ``--watch``, declares and sends ``tools/list_changed`` (``changes.py``). The SDK's
+OpenTelemetry middleware stays only when a tracer provider of the process records its spans.
 """
 
 from __future__ import annotations
@@ -167,4 +168,15 @@ def build_server(
         on_subscriptions_listen=changes.listen if changes is not None else None,
     )
     server.announces_changes = changes is not None
+    if not sdk_traced():  # a span nobody records still costs ~40 µs a request
+        server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     return server
+
+
+def sdk_traced() -> bool:
+    """Whether this process has an OpenTelemetry tracer provider of its own (``opentelemetry-instrument``,
+    an embedding app) to record the SDK's spans of each request; runner's ``--otel`` keeps its own
+    provider, so without one the SDK's middleware would only make spans nobody records."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
