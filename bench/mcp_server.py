@@ -5,7 +5,9 @@ question, in the same run, four ways:
 
 - **HTTP**: one ``runner serve`` process; ``POST /v1/chat/completions`` (httpx, keep-alive, not
   streamed) against ``tools/call`` on ``/mcp`` through the official ``mcp`` client, in both protocol
-  generations (one client session each). Target: ``tools/call`` within 1.2x of the chat completion.
+  generations (one client session each), and a 2026-07-28 ``tools/call`` as the one httpx POST it
+  is on the wire (the chat completion's client; it leaves the ``mcp`` client's own cost out).
+  Target: ``tools/call`` within 1.2x of the chat completion.
 - **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against ``runner
   run AGENT -p "question"`` minus process start: what ``runner run`` does once its process is up
   and its modules imported, timed in a warm process (load the agent file, build its runtime with
@@ -80,6 +82,25 @@ def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str
 
 Call = Callable[[], Awaitable[Any]]
 
+_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: A 2026-07-28 ``tools/call`` as one JSON-RPC POST (its headers as the official client sets them).
+RAW_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "oneshot", "arguments": {"message": QUESTION}, "_meta": _META},
+}
+RAW_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "oneshot",
+}
+
 
 def process_cpu(pid: int) -> float:
     """CPU seconds process ``pid`` has run so far, all its live threads (Linux ``schedstat``, ns)."""
@@ -140,6 +161,10 @@ async def http_bench(
             response = await http.post("/v1/chat/completions", json=body)
             assert response.json()["choices"][0]["message"]["content"] == "42"
 
+        async def raw_call() -> None:  # the 2026 revision is one POST: what the official client sends
+            response = await http.post("/mcp", json=RAW_CALL, headers=RAW_HEADERS)
+            assert response.json()["result"]["content"][0]["text"] == "42", response.text
+
         def tool(client: Any) -> Call:
             async def call() -> None:
                 result = await client.call_tool("oneshot", {"message": QUESTION})
@@ -152,6 +177,7 @@ async def http_bench(
                 "chat completion": chat,
                 "tools/call (2025-11-25)": tool(old),
                 "tools/call (2026-07-28)": tool(new),
+                "tools/call (2026-07-28, one httpx POST)": raw_call,
             },
             runs=runs,
             each=each,
