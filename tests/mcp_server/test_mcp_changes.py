@@ -165,3 +165,21 @@ async def test_runner_mcp_watch_tells_its_stdio_client(
         while "newcomer" in await _names(client):  # a late notice of the writes may come first
             await heard.next()
         assert await _names(client) == {"helper": "Helps."}
+
+
+async def test_clients_that_went_away_do_not_stop_the_others_hearing(
+    agents: Agents, scripted_server: Callable[..., Any], serve: Callable[..., Any]
+) -> None:
+    watched = _watched(agents, scripted_server, serve)
+    for _ in range(3):  # each lists the tools, so it is remembered, then closes its session
+        async with http_client(watched.served.mcp_url, mode="legacy") as gone:
+            await _names(gone)
+    heard = Announcements()
+    async with http_client(watched.served.mcp_url, mode="legacy", message_handler=heard.handler) as client:
+        await _names(client)
+        agents.write("second", watched.server, "description: Second opinions.")
+        await heard.next()
+        assert "second" in await _names(client)
+        (agents.root / "second.yaml").unlink()  # the closed ones were forgotten: still heard
+        await heard.next()
+        assert await _names(client) == {"helper": "Helps."}
