@@ -5,7 +5,9 @@ question, in the same run, four ways:
 
 - **HTTP**: one ``runner serve`` process; ``POST /v1/chat/completions`` (httpx, keep-alive, not
   streamed) against ``tools/call`` on ``/mcp`` through the official ``mcp`` client, in both protocol
-  generations (one client session each). Target: ``tools/call`` within 1.2x of the chat completion.
+  generations (one client session each), and a 2026-07-28 ``tools/call`` as the one httpx POST it
+  is on the wire (the chat completion's client; it leaves the ``mcp`` client's own cost out).
+  Target: ``tools/call`` within 1.2x of the chat completion.
 - **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against ``runner
   run AGENT -p "question"`` minus process start: what ``runner run`` does once its process is up
   and its modules imported, timed in a warm process (load the agent file, build its runtime with
@@ -14,7 +16,11 @@ question, in the same run, four ways:
   the agent file) is printed too: it holds the imports only a run needs.
 
 Batches of sequential calls take turns, in alternating order; reported: the median per-call time
-of each and its ratio to the floor (medians of per-round ratios).
+of each and its ratio to the floor (medians of per-round ratios). For HTTP, the CPU time the
+``runner serve`` process spent per call of each way is reported too (all its threads, from
+``/proc/PID/task/*/schedstat``, Linux): the server's own cost, which a loaded machine disturbs far
+less than wall time, and which leaves out the clients (the official ``mcp`` client does more per
+call than a bare httpx POST).
 
 Run: ``python -m bench.mcp_server [--runs N] [--calls N]``.
 """
@@ -76,24 +82,65 @@ def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str
 
 Call = Callable[[], Awaitable[Any]]
 
+_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: A 2026-07-28 ``tools/call`` as one JSON-RPC POST (its headers as the official client sets them).
+RAW_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "oneshot", "arguments": {"message": QUESTION}, "_meta": _META},
+}
+RAW_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "oneshot",
+}
 
-async def batches(calls: dict[str, Call], *, runs: int, each: int) -> dict[str, list[float]]:
-    """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating."""
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` has run so far, all its live threads (Linux ``schedstat``, ns)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+    return total / 1e9
+
+
+async def batches(
+    calls: dict[str, Call], *, runs: int, each: int, cpu: dict[str, float] | None = None, pid: int = 0
+) -> dict[str, list[float]]:
+    """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating;
+    with ``cpu``, the CPU seconds process ``pid`` spent per call of each way are left in it."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():  # warm-up: runtimes built, connections open
         for _ in range(3):
             await call()
     names = list(calls)
+    spent = dict.fromkeys(calls, 0.0)
     for round_number in range(runs):
         for name in names if round_number % 2 == 0 else reversed(names):
+            before = process_cpu(pid) if cpu is not None else 0.0
             start = time.perf_counter()
             for _ in range(each):
                 await calls[name]()
             samples[name].append((time.perf_counter() - start) / each)
+            if cpu is not None:
+                spent[name] += process_cpu(pid) - before
+    if cpu is not None:
+        cpu.update({name: value / (runs * each) for name, value in spent.items()})
     return samples
 
 
-async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]]:
+async def http_bench(
+    url: str, *, runs: int, each: int, cpu: dict[str, float], pid: int
+) -> dict[str, list[float]]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -114,6 +161,10 @@ async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]
             response = await http.post("/v1/chat/completions", json=body)
             assert response.json()["choices"][0]["message"]["content"] == "42"
 
+        async def raw_call() -> None:  # the 2026 revision is one POST: what the official client sends
+            response = await http.post("/mcp", json=RAW_CALL, headers=RAW_HEADERS)
+            assert response.json()["result"]["content"][0]["text"] == "42", response.text
+
         def tool(client: Any) -> Call:
             async def call() -> None:
                 result = await client.call_tool("oneshot", {"message": QUESTION})
@@ -126,9 +177,12 @@ async def http_bench(url: str, *, runs: int, each: int) -> dict[str, list[float]
                 "chat completion": chat,
                 "tools/call (2025-11-25)": tool(old),
                 "tools/call (2026-07-28)": tool(new),
+                "tools/call (2026-07-28, one httpx POST)": raw_call,
             },
             runs=runs,
             each=each,
+            cpu=cpu,
+            pid=pid,
         )
 
 
@@ -202,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
         env.update(RUNNER_HOME=str(Path(workdir) / "home"), SCRIPTED_API_KEY="sk-test", PYTHONPATH=str(ROOT))
         serve, url = start_serve(folder, env)
+        cpu: dict[str, float] = {}
         try:
-            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls))
+            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls, cpu=cpu, pid=serve.pid))
         finally:
             serve.terminate()
             serve.wait(timeout=15)
@@ -224,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
         target=TARGET,
         ratios=paired_ratios(http, "chat completion"),
     )
+    print("runner serve's CPU time per call (all threads):")
+    for name, seconds in cpu.items():
+        print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / cpu['chat completion']:.2f}x")
     pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
     medians = {name: statistics.median(values) for name, values in pair.items()}
     ok = (

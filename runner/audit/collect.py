@@ -132,7 +132,7 @@ def _audit(config: AgentConfig, context: AuditContext, chain: tuple[tuple[str, s
     if config.output is not None and config.output.python:
         result.python_modules.append(locate("output", config.output.python, config.output.base_dir))
     result.skills = [
-        SkillUse("skills", s.name, str(s.folder), list(s.scripts), list(s.allowed_tools))
+        SkillUse("skills", s.name, str(s.folder), list(s.scripts), list(s.allowed_tools), s.description)
         for s in config.skills
     ]
     result.template_files = template_files(config, repository=repository, read_text=context.read_text)

@@ -141,6 +141,8 @@ class SkillUse:
     scripts: list[str]
     #: ``allowed-tools`` as the ``SKILL.md`` wrote it (shown only: it grants nothing).
     allowed_tools: list[str]
+    #: The frontmatter's ``description``: what the system prompt tells the model about the skill.
+    description: str = ""
 
 
 @dataclass(frozen=True)

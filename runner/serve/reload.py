@@ -53,6 +53,18 @@ class CatalogHolder:
         self._pools = WorkflowPools()
         self._watched: tuple[Catalog, frozenset[Path]] | None = None
         self._stamps: dict[Path, tuple[int, int]] | None = None  # what ``refresh`` compares with
+        self._listeners: dict[object, Callable[[], None]] = {}
+
+    def on_reload(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (on the event loop, must not raise) after each reload has swapped the
+        catalog in, changed or not; the function returned unsubscribes it."""
+        token = object()
+        self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
 
     def configure(self, settings: RuntimeSettings, report: Callable[[str], None]) -> None:
         """Use ``settings`` for the runtimes built from now on, ``report`` for their progress lines."""
@@ -127,6 +139,8 @@ class CatalogHolder:
             names = ", ".join(sorted(p.name for p in changed)) or "files"
             parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in sorted(edited)]
             lines.append(f"reloaded ({names}): {' '.join(parts)}")
+        for listener in list(self._listeners.values()):
+            listener()
         return lines
 
     async def _reload_agents(

@@ -181,15 +181,16 @@ def serve(home: Path) -> Iterator[Callable[..., Served]]:
         served.stop()
 
 
-def http_client(url: str, *, key: str | None = None, mode: str = "auto") -> Any:
-    """The official client on streamable HTTP (``Authorization: Bearer KEY`` with ``key``)."""
+def http_client(url: str, *, key: str | None = None, mode: str = "auto", **options: Any) -> Any:
+    """The official client on streamable HTTP (``Authorization: Bearer KEY`` with ``key``); ``options``
+    go to ``Client`` (``message_handler``, ...)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"authorization": f"Bearer {key}"} if key is not None else {}
     transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
-    return Client(transport, mode=mode)
+    return Client(transport, mode=mode, **options)
 
 
 def check_structured(tool: Any, result: Any) -> dict[str, Any]:

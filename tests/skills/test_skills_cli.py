@@ -67,6 +67,9 @@ def test_audit_lists_the_skills_their_scripts_and_allowed_tools(tmp_path: Path, 
         "Read",
         "Grep",
     ]
+    assert by_name["reader"]["description"] == "Reads."
+    assert by_name["hello"]["description"] == "Says hello. Use when the user wants a greeting."
+    assert by_name["hello"]["folder"] == str((tmp_path / "skills" / "hello").resolve())
 
 
 def _agent(tmp_path: Path, server: ScriptedServer, permissions: str) -> Path:

@@ -16,7 +16,9 @@ An unknown tool is the one protocol error (``UnknownTool``): the server answers 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -149,10 +151,21 @@ class McpCalls:
         except ApiError as exc:
             return _refused(f"{shape.name} could not start: {exc.message}")
         state.track(run)
+        claiming = None
         if run.session_id is not None and resume is None and shape.continues:
-            self.conversations.claim(run.session_id, key, door="mcp")
-        async with _finished(run):
-            return await self._collect(shape, run, progress)
+            # A file written while the model answers (off the event loop), done before the answer.
+            claim = functools.partial(self.conversations.claim, run.session_id, key, door="mcp")
+            claiming = asyncio.ensure_future(anyio.to_thread.run_sync(claim))
+        try:
+            async with _finished(run):
+                answer = await self._collect(shape, run, progress)
+        finally:
+            if claiming is not None:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([claiming])  # its error (a full disk) goes up
+        if claiming is not None:
+            claiming.result()
+        return answer
 
     async def _collect(self, shape: ToolShape, run: RequestRun, progress: Progress) -> CallAnswer:
         texts: list[str] = []

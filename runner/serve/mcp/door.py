@@ -7,12 +7,17 @@ conversations it starts are that key's. With keys, each MCP session is also boun
 opened it (the SDK answers another key's ``Mcp-Session-Id`` as unknown). A client that hangs up
 stops the calls its request carried (``server.Hangup``), in both protocol generations. The SDK's
 own DNS-rebinding check is off: ``HostGuard`` already made it, with the server's own host and
-origin lists. The session manager runs in the door's lifespan; request bodies are bounded by the
-server's limit.
+origin lists. The session manager runs in the door's lifespan (with ``--watch``, so does the task
+that announces ``tools/list_changed``: ``changes.py``); request bodies are bounded by the server's
+limit.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -25,6 +30,7 @@ from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
 from runner.serve.http import JSON
 from runner.serve.mcp.calls import McpCalls
+from runner.serve.mcp.changes import ToolListChanges
 from runner.serve.mcp.server import HANGUP_SCOPE, KEY_SCOPE, Hangup, build_server
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
@@ -69,18 +75,27 @@ class _Endpoint:
 def door(state: ServeState) -> Door:
     """The MCP door of ``state``'s server: ``/mcp`` and the session manager's lifespan."""
     calls = McpCalls(state, Conversations(state.catalog.settings.home, idle_s=idle_seconds()))
+    changes = ToolListChanges(calls) if state.watch else None
     manager = StreamableHTTPSessionManager(
-        app=build_server(calls),
+        app=build_server(calls, changes=changes),
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=state.max_body_bytes,
         session_idle_timeout=SESSION_IDLE_S,
         max_sessions=MAX_SESSIONS,
     )
 
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        async with manager.run(), anyio.create_task_group() as tasks:
+            if changes is not None:
+                tasks.start_soon(changes.run)
+            yield
+            tasks.cancel_scope.cancel()
+
     endpoint = _Endpoint(state, manager)
     return Door(
         "mcp",
         routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
-        lifespan=manager.run,
+        lifespan=lifespan,
         paths=("/mcp",),
     )

@@ -4,7 +4,9 @@ The SDK does the wire: both protocol generations (the ``initialize`` handshake o
 earlier, and the stateless 2026-07-28 revision with ``server/discover``), stdio and streamable
 HTTP, progress notifications (``report_progress`` sends one only when the request carried a
 progress token) and ``notifications/cancelled`` (it cancels the handler, which cancels the run).
-This module maps ``tools/list`` to ``McpCalls.tools`` and ``tools/call`` to ``McpCalls.call``.
+This module maps ``tools/list`` to ``McpCalls.tools`` and ``tools/call`` to ``McpCalls.call``,
+and, under ``--watch``, declares and sends ``tools/list_changed`` (``changes.py``). The SDK's
+OpenTelemetry middleware stays only when a tracer provider of the process records its spans.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from runner.serve.mcp.calls import CallAnswer, McpCalls, UnknownTool
+from runner.serve.mcp.changes import ToolListChanges
 from runner.serve.mcp.tools import ToolShape
 from runner.version import __version__
 
@@ -94,19 +99,44 @@ def caller_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return None
 
 
+class _Server(Server[Any]):
+    """The SDK's server, declaring ``tools.listChanged`` in the handshake when it is true."""
+
+    announces_changes = False
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        if notification_options is None and self.announces_changes:
+            notification_options = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(
+            notification_options, experimental_capabilities, extensions
+        )
+
+
 def build_server(
-    calls: McpCalls, *, key_of: Callable[[ServerRequestContext[Any, Any]], str | None] = caller_key
+    calls: McpCalls,
+    *,
+    changes: ToolListChanges | None = None,
+    key_of: Callable[[ServerRequestContext[Any, Any]], str | None] = caller_key,
 ) -> Server[Any]:
-    """The SDK server answering ``tools/list`` and ``tools/call`` from ``calls``."""
+    """The SDK server answering ``tools/list`` and ``tools/call`` from ``calls``; with ``changes``
+    (``--watch``), it also announces when the tools change (``changes.py``)."""
+    seen = changes.seen if changes is not None else (lambda ctx: None)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        seen(ctx)
         return types.ListToolsResult(tools=[_tool(shape) for shape in calls.tools()])
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        seen(ctx)
         step = 0
 
         async def progress(message: str) -> None:
@@ -127,7 +157,7 @@ def build_server(
             return _result(CallAnswer("the client went away; the run was stopped", is_error=True))
         return _result(answer)
 
-    return Server(
+    server = _Server(
         "runner",
         version=__version__,
         title="runner agents",
@@ -135,4 +165,18 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=calls.input_schema,  # the 2026 path checks Mcp-Param-* headers with it
+        on_subscriptions_listen=changes.listen if changes is not None else None,
     )
+    server.announces_changes = changes is not None
+    if not sdk_traced():  # a span nobody records still costs ~40 µs a request
+        server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    return server
+
+
+def sdk_traced() -> bool:
+    """Whether this process has an OpenTelemetry tracer provider of its own (``opentelemetry-instrument``,
+    an embedding app) to record the SDK's spans of each request; runner's ``--otel`` keeps its own
+    provider, so without one the SDK's middleware would only make spans nobody records."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
