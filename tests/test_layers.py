@@ -19,7 +19,7 @@ TOOLSETS = Path(toolsets.__file__).resolve().parent
 
 #: Lowest first; a package may import only packages of a lower rank (docs/architecture.md).
 LAYERS: list[set[str]] = [
-    {"errors", "text", "redact", "version"},
+    {"errors", "text", "redact", "version", "tls"},
     {"resources", "env_settings", "telemetry"},
     {"agentfile"},
     {"tools", "audit"},

@@ -38,6 +38,8 @@ from urllib.request import getproxies
 import httpcore
 import httpx
 
+from runner.tls import tls_context
+
 __all__ = [
     "GuardTransport",
     "HostPolicy",
@@ -221,7 +223,7 @@ class _PinnedHTTPTransport(httpx.AsyncHTTPTransport):
     """httpx's transport, with a connection pool whose connections go through a ``PinningBackend``."""
 
     def __init__(self, backend: PinningBackend) -> None:
-        ssl_context = httpx.create_ssl_context()
+        ssl_context = tls_context()
         super().__init__(verify=ssl_context, limits=_LIMITS)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
@@ -248,7 +250,7 @@ class GuardTransport(httpx.AsyncBaseTransport):
         self.inner: httpx.AsyncBaseTransport = (
             _PinnedHTTPTransport(PinningBackend(self.policy, network_backend))
             if proxy is None
-            else httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS)
+            else httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS, verify=tls_context())
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

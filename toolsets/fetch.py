@@ -34,6 +34,7 @@ from urllib.parse import urljoin, urlsplit
 
 import runner.telemetry as telemetry
 from runner.errors import ConfigError, ToolError
+from runner.tls import tls_context
 from runner.tools.base import RunContext, Tool
 
 if TYPE_CHECKING:
@@ -103,7 +104,12 @@ def build(options: dict[str, Any], ctx: ToolsetContext) -> list[Tool]:
 
     timeout_s = float(options["timeout_s"])
     headers = {"User-Agent": _USER_AGENT, **{str(k): str(v) for k, v in options["headers"].items()}}
-    settings: dict[str, Any] = {"timeout": timeout_s, "follow_redirects": True, "max_redirects": 10}
+    settings: dict[str, Any] = {
+        "verify": tls_context(),
+        "timeout": timeout_s,
+        "follow_redirects": True,
+        "max_redirects": 10,
+    }
     try:
         if options["allow_private"]:
             client = httpx.AsyncClient(headers=headers, **settings)

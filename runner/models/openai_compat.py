@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -44,6 +42,7 @@ from runner.models.faults import (
     retryable_status,
 )
 from runner.models.prices import cost_usd
+from runner.tls import tls_context
 
 __all__ = ["OpenAICompatModel"]
 
@@ -177,7 +176,7 @@ class OpenAICompatModel:
             ),
             transport=self._transport,
             # An http:// endpoint never does TLS (redirects are not followed): no CA bundle to load.
-            verify=_tls_context() if self._url.startswith("https:") else False,
+            verify=tls_context() if self._url.startswith("https:") else False,
         )
 
     def _prepare(self, request: Request, *, stream: bool) -> tuple[bytes, Any, dict[str, str]]:
@@ -439,16 +438,6 @@ def _error_fields(error: Any) -> tuple[str, int | None]:
         code = error.get("code")
         return str(message), code if isinstance(code, int) else None
     return str(error), None
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client of the process.
-
-    Building one loads the CA bundle (~20 ms); a new client per runtime (a runtime per ``runner
-    run``, per sub-agent, per reload) would otherwise pay it before its first request, on the loop.
-    """
-    return httpx.create_ssl_context()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

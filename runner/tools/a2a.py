@@ -36,6 +36,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ConfigError, ToolError
+from runner.tls import tls_context
 from runner.tools.base import RunContext, Tool
 from runner.tools.registry import sanitize_name
 from runner.tools.sources import LoadedSource, SourceContext
@@ -374,7 +375,9 @@ async def load_source(spec: ToolSourceConfig, ctx: SourceContext, stack: AsyncEx
 
     timeout_s = spec.timeout_s if spec.timeout_s is not None else ctx.default_timeout_s
     bound = timeout_s if timeout_s and timeout_s > 0 else None
-    http = httpx.AsyncClient(headers=dict(spec.headers), timeout=httpx.Timeout(bound, connect=10.0))
+    http = httpx.AsyncClient(
+        headers=dict(spec.headers), timeout=httpx.Timeout(bound, connect=10.0), verify=tls_context()
+    )
     stack.push_async_callback(http.aclose)
     url = card_url(spec.target)
     card = await _fetch_card(spec, http, url, bound or 30.0)

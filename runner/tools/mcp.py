@@ -43,6 +43,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from runner.agentfile.config import McpServerConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
+from runner.tls import tls_context
 from runner.tools.base import RunContext, Tool, ToolCallable
 from runner.tools.mcp_client import Connect, McpClient, McpStartError
 from runner.tools.procs import reaped_server
@@ -218,7 +219,9 @@ def connector(server: McpServerConfig, *, headers: Mapping[str, str], cwd: Path)
         if server.transport == "sse":
             return await stack.enter_async_context(sse_client(server.url, headers=dict(headers) or None))
         # The SDK's documented way to send headers; its own defaults: 30 s, and 300 s to read a stream.
-        client = httpx2.AsyncClient(headers=dict(headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        client = httpx2.AsyncClient(
+            headers=dict(headers), timeout=httpx2.Timeout(30.0, read=300.0), verify=tls_context()
+        )
         http = await stack.enter_async_context(client)
         return await stack.enter_async_context(streamable_http_client(server.url, http_client=http))
 

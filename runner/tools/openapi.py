@@ -30,6 +30,7 @@ import httpx
 import runner.telemetry as telemetry
 from runner.agentfile.config import ToolSourceConfig
 from runner.errors import ToolError
+from runner.tls import tls_context
 from runner.tools.base import RunContext, Tool
 from runner.tools.openapi_convert import OperationPlan, ParamPlan, convert_operations, split_template
 from runner.tools.openapi_spec import OpenApiDocument, load_document, openapi_error
@@ -89,7 +90,7 @@ async def unreachable(tools: list[Tool], *, timeout_s: float = 5.0) -> list[str]
 
     roots = sorted({t.call.target.root for t in tools if isinstance(t.call, OpenApiCall)})
     problems = []
-    async with httpx.AsyncClient(timeout=timeout_s) as client:
+    async with httpx.AsyncClient(timeout=timeout_s, verify=tls_context()) as client:
         for root in roots:
             try:
                 await client.get(root + "/")
@@ -135,7 +136,9 @@ class SharedClient:
         if self.closed:
             raise ToolError("this OpenAPI tool's session has ended")
         if self._client is None:
-            self._client = httpx.AsyncClient(headers=self._headers, timeout=self._timeout)
+            self._client = httpx.AsyncClient(
+                headers=self._headers, timeout=self._timeout, verify=tls_context()
+            )
         return self._client
 
     async def aclose(self) -> None:

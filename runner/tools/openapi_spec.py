@@ -31,6 +31,7 @@ import yaml
 
 from runner.agentfile.validate import resolve_pointer
 from runner.errors import ConfigError
+from runner.tls import tls_context
 from runner.tools.refs import RefInliner
 
 if TYPE_CHECKING:
@@ -221,7 +222,7 @@ async def _fetch(url: str, spec: ToolSourceConfig, ctx: SourceContext) -> str:
     headers = {**(spec.headers if same_origin else {}), "Accept": _ACCEPT}
     try:
         async with (
-            httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client,
+            httpx.AsyncClient(timeout=timeout, follow_redirects=True, verify=tls_context()) as client,
             client.stream("GET", url, headers=headers) as response,
         ):
             body = await _read_document(response, spec.label, url)

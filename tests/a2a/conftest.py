@@ -19,6 +19,7 @@ from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
 from runner.testing import ScriptedServer
+from runner.tls import tls_context
 from tests.serve.conftest import AgentFiles as Agents
 
 
@@ -100,7 +101,7 @@ async def sdk_client(
     from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 
     headers = {"authorization": f"Bearer {key}"} if key else {}
-    http = httpx.AsyncClient(timeout=30, headers=headers)
+    http = httpx.AsyncClient(timeout=30, headers=headers, verify=tls_context())
     card = await A2ACardResolver(http, url).get_agent_card()
     keep = [
         i

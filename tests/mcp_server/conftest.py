@@ -21,6 +21,7 @@ from runner.serve.app import create_app
 from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
+from runner.tls import tls_context
 from tests.serve.conftest import AgentFiles as Agents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,7 +190,8 @@ def http_client(url: str, *, key: str | None = None, mode: str = "auto", **optio
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"authorization": f"Bearer {key}"} if key is not None else {}
-    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+    http = httpx2.AsyncClient(headers=headers, timeout=60, verify=tls_context())
+    transport = streamable_http_client(url, http_client=http)
     return Client(transport, mode=mode, **options)
 
 

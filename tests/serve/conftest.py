@@ -33,6 +33,7 @@ from runner.serve.catalog import load_catalog
 from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
 from runner.testing import ScriptedServer
+from runner.tls import tls_context
 
 DETAILS = re.compile(
     r'<details type="tool_calls" done="true" id="(?P<id>[^"<>]*)" name="(?P<name>[^"<>]*)" '
@@ -286,7 +287,7 @@ class CheckingTransport(httpx.BaseTransport):
     """An httpx transport that records every response for ``Recorder.verify``."""
 
     def __init__(self, recorder: Recorder) -> None:
-        self.inner = httpx.HTTPTransport()
+        self.inner = httpx.HTTPTransport(verify=tls_context())
         self.recorder = recorder
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -305,7 +306,7 @@ class AsyncCheckingTransport(httpx.AsyncBaseTransport):
     """The async ``CheckingTransport``."""
 
     def __init__(self, recorder: Recorder) -> None:
-        self.inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=200))
+        self.inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=200), verify=tls_context())
         self.recorder = recorder
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
