@@ -27,20 +27,27 @@ for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_B
     os.environ.pop(_name, None)
 
 
-def _command_built_once() -> None:
-    """typer's ``CliRunner.invoke`` builds the click command from the app on every call (about
-    0.15 s of signature reading, five times what ``runner validate`` itself takes); build it once per
-    app. The command holds no state between invocations (click's own tests reuse one)."""
-    import typer.testing
+_BUILT: dict[int, tuple[Any, Any]] = {}
+
+
+def command_of(app: Any) -> Any:
+    """The click command of a typer app, built once per app.
+
+    typer's ``CliRunner.invoke`` builds the click command from the app on every call (about 35 ms
+    of signature reading, more than ``runner validate`` itself takes); the suite's CLI calls (typer's
+    ``CliRunner`` and ``tests/cli_run``'s in-process runner) share one. The command holds no state
+    between invocations (click's own tests reuse one).
+    """
     from typer.main import get_command
 
-    built: dict[int, tuple[Any, Any]] = {}
+    entry = _BUILT.get(id(app))
+    if entry is None or entry[0] is not app:
+        entry = _BUILT[id(app)] = (app, get_command(app))
+    return entry[1]
 
-    def command_of(app: Any) -> Any:
-        entry = built.get(id(app))
-        if entry is None or entry[0] is not app:
-            entry = built[id(app)] = (app, get_command(app))
-        return entry[1]
+
+def _command_built_once() -> None:
+    import typer.testing
 
     typer.testing._get_command = command_of  # type: ignore[attr-defined]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from runner.testing import ScriptedServer
+from tests.conftest import command_of
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUNNER = str(Path(sys.executable).parent / "runner")
@@ -130,7 +131,6 @@ def invoke_in_process(
 def _invoke(
     args: list[str], *, cwd: Path, env: dict[str, str], input: str | None
 ) -> subprocess.CompletedProcess[str]:
-    from typer.main import get_command
     from typer.testing import CliRunner
 
     from runner.cli import common, guard, main
@@ -138,7 +138,7 @@ def _invoke(
     from runner.redact import Redactor
 
     runner = CliRunner()
-    command = get_command(main.app)
+    command = command_of(main.app)
     with _environment(env, cwd), runner.isolation(input=input) as (out, err, _):
         # the one Secrets object (``output.py`` holds it too), emptied for this run and restored after
         fresh = guard.secrets
