@@ -10,7 +10,7 @@ and a ``queue_drop`` event, never silently.
 The session holds the conversation (``Conversation``) and the session's own state (budget,
 variables, confirmations, an optional model of its own); the configuration is its ``AgentRuntime``,
 shared and immutable. A session given a ``RuntimeHost`` follows reloads at turn boundaries.
-What it holds and reports (the read-only fields, the queue, notes and events) is its base class
+What it holds and reports (the read-only fields, the queue, notes and events, the prompts) is its base class
 ``SessionState`` (``state.py``). Orchestration only: no printing (events go to an ``EventSink``), no
 provider code.
 """
@@ -26,12 +26,11 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 import runner.telemetry as telemetry
-from runner.agentfile.config import AgentConfig, TemplateSource
+from runner.agentfile.config import AgentConfig
 from runner.errors import LimitReached, ModelError, RunnerError
 from runner.models import notices as model_notices
 from runner.models.base import Model, Request
 from runner.runtime.host import RuntimeHost
-from runner.runtime.prompts import compose_system
 from runner.runtime.runtime import AgentRuntime
 from runner.session.answers import next_plan, session_plan
 from runner.session.conversation import Conversation
@@ -49,7 +48,6 @@ from runner.store.transcript import (
     Transcript,
     new_session_id,
 )
-from runner.text import counted
 from runner.tools.base import RunContext
 
 __all__ = ["Session", "current_session"]
@@ -463,42 +461,3 @@ class Session(SessionState):
         if self.conversation.system is not None:
             self._compose_system()
         await host.release(old)
-
-    # ----------------------------------------------------------------- prompts and context
-
-    def ensure_system_prompt(self, first_input: str) -> None:
-        """Compose the system prompt the first time a turn needs it."""
-        if self.conversation.system is None:
-            if self.conversation.first_input is None:
-                self.conversation.first_input = first_input
-            self._compose_system()
-
-    def _compose_system(self) -> None:
-        first = self.conversation.first_input or ""
-        system = self.runtime.prompts.system(first, self.variables)
-        section = self.output_plan.section() if self.output_plan is not None else None
-        self.conversation.set_system(compose_system(system, (), section) if section else system)
-
-    def render(self, source: TemplateSource, extra: Mapping[str, Any] | None = None) -> str:
-        """Render one of the agent's templates with the session's variables and current input."""
-        return self.runtime.prompts.render(source, self.current_input, self.variables, extra)
-
-    def fit_context(self) -> None:
-        """Compress old tool outputs when the prompt would exceed ``limits.context_tokens``."""
-        from runner.session import context as ctxmod
-
-        limit = self.limits.context_tokens
-        if limit is None:
-            return
-        system = self.conversation.system
-        fixed = (ctxmod.message_chars(system) if system else 0) + self.runtime.tools_chars
-        done = self.conversation.compress(limit_tokens=limit, fixed_chars=fixed)
-        if done:
-            self.record_event(
-                "compress",
-                replaced=[{"index": c.index, "name": c.name, "chars": c.original_chars} for c in done],
-                estimated_tokens=ctxmod.estimate_tokens(self.conversation.chars + fixed),
-            )
-            self.note(
-                f"compressed {counted(len(done), 'old tool output')} to fit limits.context_tokens ({limit})"
-            )

@@ -1,6 +1,7 @@
 """What a session holds and tells (``SessionState``): the read-only view of its fields, the prompt
-queue, and the notes, events and usage it reports. ``Session`` (``session.py``) builds the fields and
-adds the lifecycle (open, run, close), the controls and the prompts; the parts of a session see this
+queue, the notes, events and usage it reports, and its prompts (the system prompt, template
+rendering, fitting the context). ``Session`` (``session.py``) builds the fields and adds the
+lifecycle (open, run, close) and the controls; the parts of a session see this
 state through ``view.SessionView``.
 """
 
@@ -10,10 +11,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import runner.telemetry as telemetry
-from runner.agentfile.config import AgentConfig, LimitsConfig
+from runner.agentfile.config import AgentConfig, LimitsConfig, TemplateSource
 from runner.models.base import Model, Usage
 from runner.modes.structured import OutputPlan
 from runner.runtime.host import RuntimeHost
+from runner.runtime.prompts import compose_system
 from runner.runtime.runtime import AgentRuntime
 from runner.session.conversation import Conversation
 from runner.session.events import EventSink, Note, UsageUpdate
@@ -248,6 +250,45 @@ class SessionState:
             "revision": where.get("commit") or runtime.provenance.config_sha256[:16] or None,
             "secrets": runtime.config.secrets,
         }
+
+    # ----------------------------------------------------------------- prompts and context
+
+    def ensure_system_prompt(self, first_input: str) -> None:
+        """Compose the system prompt the first time a turn needs it."""
+        if self.conversation.system is None:
+            if self.conversation.first_input is None:
+                self.conversation.first_input = first_input
+            self._compose_system()
+
+    def _compose_system(self) -> None:
+        first = self.conversation.first_input or ""
+        system = self.runtime.prompts.system(first, self.variables)
+        section = self.output_plan.section() if self.output_plan is not None else None
+        self.conversation.set_system(compose_system(system, (), section) if section else system)
+
+    def render(self, source: TemplateSource, extra: Mapping[str, Any] | None = None) -> str:
+        """Render one of the agent's templates with the session's variables and current input."""
+        return self.runtime.prompts.render(source, self.current_input, self.variables, extra)
+
+    def fit_context(self) -> None:
+        """Compress old tool outputs when the prompt would exceed ``limits.context_tokens``."""
+        from runner.session import context as ctxmod
+
+        limit = self.limits.context_tokens
+        if limit is None:
+            return
+        system = self.conversation.system
+        fixed = (ctxmod.message_chars(system) if system else 0) + self.runtime.tools_chars
+        done = self.conversation.compress(limit_tokens=limit, fixed_chars=fixed)
+        if done:
+            self.record_event(
+                "compress",
+                replaced=[{"index": c.index, "name": c.name, "chars": c.original_chars} for c in done],
+                estimated_tokens=ctxmod.estimate_tokens(self.conversation.chars + fixed),
+            )
+            self.note(
+                f"compressed {counted(len(done), 'old tool output')} to fit limits.context_tokens ({limit})"
+            )
 
 
 #: The transcript events that are span events as well.
