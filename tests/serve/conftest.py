@@ -14,9 +14,9 @@ import json
 import re
 import textwrap
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import uvicorn
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from runner.runtime import RuntimeSettings
@@ -34,6 +33,7 @@ from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
 from runner.testing import ScriptedServer
 from runner.tls import tls_context
+from tests.server_thread import ServerThread, stop_all
 
 DETAILS = re.compile(
     r'<details type="tool_calls" done="true" id="(?P<id>[^"<>]*)" name="(?P<name>[^"<>]*)" '
@@ -331,23 +331,21 @@ class Served:
         config = server_config(
             app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5, **limits
         )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="uvicorn-test", daemon=True)
+        self.thread = ServerThread(config)
+        self.server = self.thread.server
         self.url = ""
 
     def start(self) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn stopped while starting"
-            assert time.monotonic() < deadline, "uvicorn did not start within 15 s"
-            time.sleep(0.005)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = self.thread.start()
+
+    def request_exit(self) -> None:
+        self.thread.request_exit()
+
+    def join(self) -> None:
+        self.thread.join()
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
+        self.thread.stop()
 
     @property
     def base_url(self) -> str:
@@ -470,24 +468,31 @@ def recorder() -> Iterator[Recorder]:
     recorder.verify()
 
 
-@pytest.fixture
-def serve_app(home: Path, recorder: Recorder) -> Iterator[Callable[..., Served]]:
-    """``serve_app(paths, server={...}, **create_app_options)`` serves ``paths`` until the test ends.
+@contextmanager
+def served_apps(home: Path, recorder: Recorder) -> Iterator[Callable[..., Served]]:
+    """``start(paths, server={...}, **create_app_options)`` serves ``paths`` until the block ends
+    (RUNNER_HOME ``home``, responses checked by ``recorder``); then every server stops.
 
     ``server`` holds the connection limits of ``server_config`` (``header_timeout_s``, ...).
     """
     started: list[Served] = []
 
     def start(paths: Sequence[Path], *, server: dict[str, Any] | None = None, **options: Any) -> Served:
-        catalog = load_catalog(list(paths))
-        holder = CatalogHolder(list(paths), catalog)
+        holder = CatalogHolder(list(paths), load_catalog(list(paths)))
         options.setdefault("settings", RuntimeSettings(home=home))
-        app = create_app(holder, **options)
-        served = Served(app, recorder, holder, **(server or {}))
+        served = Served(create_app(holder, **options), recorder, holder, **(server or {}))
         served.start()
         started.append(served)
         return served
 
-    yield start
-    for served in started:
-        served.stop()
+    try:
+        yield start
+    finally:
+        stop_all(started)
+
+
+@pytest.fixture
+def serve_app(home: Path, recorder: Recorder) -> Iterator[Callable[..., Served]]:
+    """``serve_app(paths, server={...}, **create_app_options)`` serves ``paths`` until the test ends."""
+    with served_apps(home, recorder) as start:
+        yield start

@@ -4,7 +4,7 @@ response checked against the openai SDK's own types (the event stream's order an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +12,8 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from runner.runtime import RuntimeSettings
-from runner.serve.app import create_app
-from runner.serve.catalog import load_catalog
-from runner.serve.reload import CatalogHolder
 from runner.testing import ScriptedServer
-from tests.serve.conftest import AgentFiles, Recorder, Served, check_error, parse_sse
+from tests.serve.conftest import AgentFiles, Recorder, Served, check_error, parse_sse, served_apps
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 FINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -133,19 +129,8 @@ def recorder() -> Iterator[ResponsesRecorder]:
 @pytest.fixture
 def serve_app(home: Path, recorder: ResponsesRecorder) -> Iterator[Callable[..., Served]]:
     """``serve_app(paths, **options)`` serves ``paths`` (RUNNER_HOME ``home``) until the test ends."""
-    started: list[Served] = []
-
-    def start(paths: Sequence[Path], **options: Any) -> Served:
-        holder = CatalogHolder(list(paths), load_catalog(list(paths)))
-        options.setdefault("settings", RuntimeSettings(home=home))
-        served = Served(create_app(holder, **options), recorder, holder)
-        served.start()
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.stop()
+    with served_apps(home, recorder) as start:
+        yield start
 
 
 __all__ = ["check_events", "check_response", "parse_events", "parse_sse"]

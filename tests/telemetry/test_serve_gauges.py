@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +15,14 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.runtime import RuntimeSettings
-from runner.serve.app import create_app
-from runner.serve.catalog import load_catalog
-from runner.serve.reload import CatalogHolder
 from runner.testing import ScriptedServer
-from tests.serve.conftest import AgentFiles, Recorder, Served
+from tests.serve.conftest import AgentFiles, Recorder, Served, served_apps
 
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    started: list[Served] = []
-
-    def start(paths: Sequence[Path]) -> Served:
-        holder = CatalogHolder(list(paths), load_catalog(list(paths)))
-        served = Served(
-            create_app(holder, settings=RuntimeSettings(home=tmp_path / "home")), Recorder(), holder
-        )
-        served.start()
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.stop()
+    with served_apps(tmp_path / "home", Recorder()) as start:
+        yield start
 
 
 def _gauges(text: str, name: str) -> dict[str, float]:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.runtime import RuntimeSettings
-from runner.serve.app import create_app
-from runner.serve.catalog import load_catalog
-from runner.serve.reload import CatalogHolder
 from runner.testing import ScriptedServer
-from tests.serve.conftest import AgentFiles, Recorder, Served
+from tests.serve.conftest import AgentFiles, Recorder, Served, served_apps
 from tests.telemetry.helpers import Traces
 
 TOOLS = '''
@@ -27,20 +23,8 @@ SECRET = "sk-live-abcdef0123456789"
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    started: list[Served] = []
-    recorder = Recorder()
-
-    def start(paths: Sequence[Path], **options: Any) -> Served:
-        holder = CatalogHolder(list(paths), load_catalog(list(paths)))
-        options.setdefault("settings", RuntimeSettings(home=tmp_path / "home"))
-        served = Served(create_app(holder, **options), recorder, holder)
-        served.start()
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.stop()
+    with served_apps(tmp_path / "home", Recorder()) as start:
+        yield start
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
