@@ -255,3 +255,15 @@ def test_cli_reports_a_bad_script_without_a_traceback(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "a script is a list" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_close_with_a_kept_alive_connection_releases_the_port_and_a_second_close_is_a_no_op() -> None:
+    server = ScriptedServer([{"content": "hi"}])
+    with httpx.Client(base_url=server.base_url) as client:  # its connection stays open, idle
+        body = {"model": "scripted", "messages": [{"role": "user", "content": "x"}]}
+        assert client.post("/chat/completions", json=body).status_code == 200
+        assert server.open_connections == 1
+        server.close()
+        server.close()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(server.url + "/v1/models", timeout=2)
