@@ -81,7 +81,9 @@ def test_tools_check_connects_to_an_openapi_server_that_is_down(tmp_path: Path) 
 def test_tools_check_does_not_trust_a_cached_document(tmp_path: Path) -> None:
     import json
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
+
+    from runner.testing.server import StoppableHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -95,7 +97,7 @@ def test_tools_check_does_not_trust_a_cached_document(tmp_path: Path) -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = StoppableHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/openapi.json"
     agent = tmp_path / "agent.yaml"

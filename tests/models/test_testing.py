@@ -267,3 +267,39 @@ def test_close_with_a_kept_alive_connection_releases_the_port_and_a_second_close
         server.close()
         with pytest.raises(httpx.ConnectError):
             httpx.get(server.url + "/v1/models", timeout=2)
+
+
+def test_stoppable_server_stops_when_shut_down_before_it_serves_and_serves_again_after() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler
+
+    from runner.testing.server import StoppableHTTPServer
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = StoppableHTTPServer(("127.0.0.1", 0), Hello)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        early = threading.Thread(target=server.shutdown)
+        early.start()  # asked to stop before serving: serve_forever returns at once, as the standard one
+        server.serve_forever()
+        early.join(timeout=10)
+        assert not early.is_alive()
+        for _ in range(2):  # the wake-up of one stop is not left to end the next serve at once
+            serving = threading.Thread(target=server.serve_forever)
+            serving.start()
+            assert httpx.get(url, timeout=5).text == "ok"
+            assert httpx.get(url, timeout=5).text == "ok"
+            server.shutdown()
+            serving.join(timeout=10)
+            assert not serving.is_alive()
+    finally:
+        server.server_close()

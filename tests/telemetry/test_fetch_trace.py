@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner.testing import run_agent, text, tool_call
+from runner.testing.server import StoppableHTTPServer
 from tests.telemetry.helpers import Traces, write_agent
 
 
-class _Recording(ThreadingHTTPServer):
+class _Recording(StoppableHTTPServer):
     seen: list[dict[str, str]]
 
 

@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import pytest
 
 from runner.runtime import RuntimeSettings
 from runner.testing import run_agent, text, tool_call
+from runner.testing.server import StoppableHTTPServer
 from tests.telemetry.helpers import Traces, write_agent
 
 FAKE_MCP = Path(__file__).resolve().parents[1] / "tools_mcp" / "fake_mcp_server.py"
@@ -123,7 +124,7 @@ def openapi_server() -> Iterator[tuple[str, list[dict[str, str]]]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = StoppableHTTPServer(("127.0.0.1", 0), Handler)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -9,13 +9,14 @@ import threading
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from runner.agentfile.config import AgentConfig, LimitsConfig
 from runner.errors import ConfigError, ToolError
+from runner.testing.server import StoppableHTTPServer
 from runner.tools import openapi_spec
 from runner.tools.base import RunContext, Tool
 from runner.tools.openapi import load_source
@@ -33,7 +34,7 @@ _MEDIA = {
 }
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(StoppableHTTPServer):
     sent: queue.Queue[int]
     """Bytes of body each response got out before the client stopped reading, when it is done."""
 
@@ -75,7 +76,7 @@ class _HugeHandler(BaseHTTPRequestHandler):
 def huge_server() -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), _HugeHandler)
     httpd.sent, httpd.daemon_threads = queue.Queue(), True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
         yield httpd

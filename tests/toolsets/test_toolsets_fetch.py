@@ -13,7 +13,7 @@ import threading
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -22,6 +22,7 @@ import pytest
 
 from runner.agentfile.config import AgentConfig, ToolSourceConfig
 from runner.errors import ConfigError, ToolError
+from runner.testing.server import StoppableHTTPServer
 from runner.tools.base import RunContext, Tool
 from runner.tools.builtin import check_source, load_source
 from runner.tools.sources import SourceContext
@@ -47,7 +48,7 @@ _PRIVATE = {"allow_private": True}
 """Options for the tests of what fetch does with a response: the test servers are on 127.0.0.1."""
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(StoppableHTTPServer):
     """A test HTTP server that records the path (or, as a proxy, the URL) of each request."""
 
     seen: list[str]
@@ -119,7 +120,7 @@ def _serving() -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
     httpd.seen = []
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
         yield httpd

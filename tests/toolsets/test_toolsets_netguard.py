@@ -14,7 +14,7 @@ import ssl
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +22,7 @@ import httpcore
 import httpx
 import pytest
 
+from runner.testing.server import StoppableHTTPServer
 from toolsets._netguard import (
     GuardTransport,
     HostPolicy,
@@ -91,7 +92,7 @@ def test_allowed_hosts_are_host_or_host_port_globs(pattern: str, host: str, port
 # --- real servers on loopback ---------------------------------------------------------------------------
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(StoppableHTTPServer):
     """A loopback HTTP server that records what it was asked (``seen``)."""
 
     seen: list[str]
@@ -157,7 +158,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
 def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), handler)
     httpd.seen, httpd.names, httpd.daemon_threads = [], {}, True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
         yield httpd
