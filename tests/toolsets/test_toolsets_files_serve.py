@@ -23,7 +23,7 @@ import pytest
 from tests.toolsets.test_toolsets_files_bounds import SLOW_PATTERN, write_random_ab
 
 RUNNER = str(Path(sys.executable).parent / "runner")
-SEARCH_LIMIT_S = 6
+SEARCH_LIMIT_S = 3
 
 
 def _agent(name: str, base_url: str, tools: str = "") -> str:
@@ -127,7 +127,7 @@ def test_an_unrelated_request_answers_while_a_regex_search_runs(
     assert health.status_code == 200
     # answered while the search still ran (an order of events, not a bound): the search blocked nothing
     assert search_running, "the search ended before the other client was answered: nothing was shown"
-    assert finished - answered > 1  # the search went on well after the other client had its answer
+    assert finished - answered > 0.5  # the search went on after the other client had its answer
     content = searched["reply"]["choices"][0]["message"]["content"]
     assert (
         f"files_search stopped after {SEARCH_LIMIT_S} s (the files toolset's search_timeout_s limit)"
