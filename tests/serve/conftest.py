@@ -329,7 +329,7 @@ class Served:
         self.recorder = recorder
         self.holder = holder
         config = server_config(
-            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5, **limits
+            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1, **limits
         )
         self.thread = ServerThread(config)
         self.server = self.thread.server

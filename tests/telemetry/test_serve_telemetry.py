@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.testing import ScriptedServer
 from tests.serve.conftest import AgentFiles, Recorder, Served, served_apps
+from tests.serve.watch_common import wait_for
 from tests.telemetry.helpers import Traces
 
 TOOLS = '''
@@ -60,14 +61,25 @@ def test_metrics_count_requests_tokens_and_tools_without_secrets(
             model="weather", messages=[{"role": "user", "content": "Again?"}], stream=True
         )
         assert "Again sunny." in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        chat = "/v1/chat/completions"
+        scrapes: list[Any] = []
+
+        def both_counted() -> bool:  # a stream is counted once its last byte is out: just after the
+            scrapes.append(http.get("/metrics"))  # client has read it, so a scrape may come first
+            counted = _samples(scrapes[-1].text)
+            return (
+                _value(counted, "runner_http_requests_total", endpoint=chat, agent="weather", status="200")
+                == 2
+            )
+
         with served.http() as http:
-            response = http.get("/metrics")
+            wait_for(both_counted, what="both chat requests in /metrics")
+    response = scrapes[-1]
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
 
     assert SECRET not in response.text
     samples = _samples(response.text)
-    chat = "/v1/chat/completions"
     assert _value(samples, "runner_http_requests_total", endpoint=chat, agent="weather", status="200") == 2
     assert _value(samples, "runner_http_request_duration_seconds_count", endpoint=chat) == 2
     assert _value(samples, "runner_http_first_byte_seconds_count", endpoint=chat) == 2
