@@ -3,15 +3,12 @@ free port), and the ``a2a-sdk`` client made from the card the server gives."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from runner.runtime import RuntimeSettings
 from runner.serve.app import create_app
@@ -21,34 +18,27 @@ from runner.serve.server import server_config
 from runner.testing import ScriptedServer
 from runner.tls import tls_context
 from tests.serve.conftest import AgentFiles as Agents
+from tests.server_thread import ServerThread
 
 
 class Served:
-    """An ASGI app on uvicorn in a background thread."""
+    """An ASGI app on uvicorn in a background thread (``tests/server_thread.py``: it stops at once)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         config = server_config(
-            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
+            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
         )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="uvicorn-a2a", daemon=True)
+        self.thread = ServerThread(config, name="uvicorn-a2a")
+        self.server = self.thread.server
         self.url = ""
 
     def start(self) -> Served:
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn stopped while starting"
-            assert time.monotonic() < deadline, "uvicorn did not start within 15 s"
-            time.sleep(0.005)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = self.thread.start()
         return self
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
+        self.thread.stop()
 
     def agent_url(self, name: str) -> str:
         return f"{self.url}/a2a/{name}"

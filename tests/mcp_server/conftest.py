@@ -7,14 +7,12 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from runner.runtime import RuntimeSettings
 from runner.serve.app import create_app
@@ -23,6 +21,7 @@ from runner.serve.reload import CatalogHolder
 from runner.serve.server import server_config
 from runner.tls import tls_context
 from tests.serve.conftest import AgentFiles as Agents
+from tests.server_thread import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers" / "node_modules"
@@ -143,9 +142,9 @@ class Served:
         if origins:
             options["allowed_origins"] = [self.url]
         self.app = create_app(self.holder, **options)
-        config = server_config(self.app, log_level="warning", timeout_graceful_shutdown=5)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        config = server_config(self.app, log_level="warning", timeout_graceful_shutdown=1)
+        self.thread = ServerThread(config, sockets=[self.sock], name="uvicorn-mcp")  # stops at once
+        self.server = self.thread.server
 
     @property
     def mcp_url(self) -> str:
@@ -157,13 +156,9 @@ class Served:
 
     def start(self) -> None:
         self.thread.start()
-        wait_for(lambda: self.server.started or not self.thread.is_alive(), what="uvicorn to start")
-        assert self.server.started, "uvicorn stopped while starting"
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-        self.sock.close()
+        self.thread.stop()  # closes the socket too
 
 
 @pytest.fixture
