@@ -148,3 +148,10 @@ def test_the_manager_refuses_a_json_response_for_every_request() -> None:
 
     with pytest.raises(ValueError, match="JSON answers are chosen per request"):
         SessionManager(app=Server("t"), json_response=True)
+
+
+def test_a_2026_call_with_an_mcp_param_header_is_answered(raw: Any) -> None:
+    """runner's tools declare no ``x-mcp-header`` params: such a header is nothing to check."""
+    client = raw("2026-07-28")
+    answer = client.call("helper", "hello", **{"mcp-param-message": "other"})
+    assert answer.json()["result"]["content"][0]["text"] == "heard: hello"
