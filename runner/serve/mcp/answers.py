@@ -45,7 +45,7 @@ _STREAMED = frozenset({"initialize", "subscriptions/listen"})
 class _Transport(StreamableHTTPServerTransport):
     """A 2025-generation session's transport, answering in JSON when the request's ``_JSON`` says so."""
 
-    @property  # type: ignore[override]
+    @property
     def is_json_response_enabled(self) -> bool:
         return _JSON.get()
 
@@ -60,7 +60,7 @@ class SessionManager(StreamableHTTPSessionManager):
     generations: the 2026-07-28 entry takes ``json_response`` per call, the 2025 sessions are
     ``_Transport``)."""
 
-    @property  # type: ignore[override]
+    @property
     def json_response(self) -> bool:
         return _JSON.get()
 
