@@ -96,13 +96,6 @@ class McpCalls:
             raise UnknownTool(f"unknown tool '{name[:100]}' (served: {names})")
         return tool_shape(served, self._shapes)
 
-    def input_schema(self, name: str) -> dict[str, Any] | None:
-        """The input schema of tool ``name`` (None: not served), without listing every tool."""
-        try:
-            return self.shape(name).input_schema
-        except UnknownTool:
-            return None
-
     async def call(
         self, name: str, arguments: dict[str, Any] | None, *, key: str | None, progress: Progress
     ) -> CallAnswer:

@@ -20,15 +20,15 @@ from contextlib import asynccontextmanager
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
 from runner.serve.http import JSON
+from runner.serve.mcp.answers import SessionManager, json_answer, read_body, wants_json, watched
 from runner.serve.mcp.calls import McpCalls
 from runner.serve.mcp.changes import ToolListChanges
 from runner.serve.mcp.server import HANGUP_SCOPE, KEY_SCOPE, Hangup, build_server
@@ -46,13 +46,14 @@ SESSION_IDLE_S = 30 * 60.0
 class _Endpoint:
     """``/mcp`` as an ASGI app: authorize, leave the key in the scope, hand over to the SDK."""
 
-    def __init__(self, state: ServeState, manager: StreamableHTTPSessionManager) -> None:
+    def __init__(self, state: ServeState, manager: SessionManager) -> None:
         self.state = state
         self.manager = manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
         try:
-            key = self.state.authorize(Request(scope, receive))
+            key = self.state.authorize(request)
         except ApiError as exc:
             headers = {**exc.headers(), "www-authenticate": "Bearer"}
             await JSON(exc.body(), status_code=exc.status, headers=headers)(scope, receive, send)
@@ -62,21 +63,28 @@ class _Endpoint:
             tag = owner_tag(key)
             scope["user"] = AuthenticatedUser(AccessToken(token=tag, client_id=tag, scopes=[]))
         hangup = scope[HANGUP_SCOPE] = Hangup()
+        if scope["method"] != "POST" or _declared_too_long(request, self.manager.max_request_body_size):
+            await self.manager.handle_request(scope, watched([], receive, hangup), send)
+            return
+        cached, body = await read_body(receive, self.manager.max_request_body_size)
+        if body is None or not wants_json(request, body):
+            await self.manager.handle_request(scope, watched(cached, receive, hangup), send)
+            return
+        async with json_answer(cached, receive, hangup) as replay:
+            await self.manager.handle_request(scope, replay, send)
 
-        async def watched() -> Message:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                hangup.fire()
-            return message
 
-        await self.manager.handle_request(scope, watched, send)
+def _declared_too_long(request: Request, limit: int) -> bool:
+    """Whether the request's ``Content-Length`` is over ``limit`` (the SDK answers 413 at once)."""
+    declared = request.headers.get("content-length", "")
+    return declared.isdigit() and int(declared) > limit
 
 
 def door(state: ServeState) -> Door:
     """The MCP door of ``state``'s server: ``/mcp`` and the session manager's lifespan."""
     calls = McpCalls(state, Conversations(state.catalog.settings.home, idle_s=idle_seconds()))
     changes = ToolListChanges(calls) if state.watch else None
-    manager = StreamableHTTPSessionManager(
+    manager = SessionManager(
         app=build_server(calls, changes=changes),
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=state.max_body_bytes,
