@@ -51,9 +51,12 @@ def plain_send(body: bytes, version: str | None) -> tuple[str | int, pb.SendMess
         return None
     if type(request_id) not in (str, int) or not params.keys() <= _PARAMS:
         return None
-    message = _message(params.get("message"))
-    configuration = _configuration(params.get("configuration", {}))
-    if message is None or configuration is None:
+    try:  # a string protobuf will not take (a lone surrogate): the SDK words the error
+        message = _message(params.get("message"))
+        configuration = _configuration(params["configuration"]) if "configuration" in params else None
+    except ValueError:
+        return None
+    if message is None or (configuration is None and "configuration" in params):
         return None
     return request_id, pb.SendMessageRequest(message=message, configuration=configuration)
 
@@ -75,10 +78,7 @@ def _message(value: Any) -> pb.Message | None:
         if type(text) is not str or type(media_type) is not str:
             return None
         made.append(pb.Part(text=text, media_type=media_type))
-    try:  # a string protobuf will not take (a lone surrogate): the SDK words the error
-        return pb.Message(message_id=message_id, role=role, parts=made, context_id=context_id)
-    except (TypeError, ValueError):
-        return None
+    return pb.Message(message_id=message_id, role=role, parts=made, context_id=context_id)
 
 
 def _configuration(value: Any) -> pb.SendMessageConfiguration | None:
