@@ -64,7 +64,8 @@ def plain_send(body: bytes, version: str | None) -> tuple[str | int, pb.SendMess
 def _message(value: Any) -> pb.Message | None:
     if type(value) is not dict or not value.keys() <= _MESSAGE:
         return None
-    message_id, role, parts = value.get("messageId"), _ROLES.get(value.get("role")), value.get("parts")
+    message_id, role, parts = value.get("messageId"), value.get("role"), value.get("parts")
+    role = _ROLES.get(role) if type(role) is str else None
     context_id = value.get("contextId", "")
     if type(message_id) is not str or not message_id or role is None or type(context_id) is not str:
         return None
