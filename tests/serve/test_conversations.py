@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from runner.agentfile import load_agent
+from runner.errors import StorageError
 from runner.runnable import AgentRunner
 from runner.runtime.settings import RuntimeSettings
-from runner.errors import StorageError
 from runner.serve.conversations import ConversationNotFound, Conversations, owner_tag
 from runner.session import Session
 from runner.testing import ScriptedModel, text
