@@ -49,7 +49,7 @@ def plain_send(body: bytes, version: str | None) -> tuple[str | int, pb.SendMess
     params = data.get("params")
     if data.get("jsonrpc") != "2.0" or data.get("method") != "SendMessage" or type(params) is not dict:
         return None
-    if type(request_id) not in (str, int) or not params.keys() <= _PARAMS:
+    if not isinstance(request_id, str | int) or type(request_id) is bool or not params.keys() <= _PARAMS:
         return None
     try:  # a string protobuf will not take (a lone surrogate): the SDK words the error
         message = _message(params.get("message"))
@@ -107,7 +107,7 @@ async def answer(
     from a2a.server.request_handlers.response_helpers import build_error_response
     from a2a.utils.errors import A2AError
     from google.protobuf.json_format import MessageToDict
-    from jsonrpc.jsonrpc2 import JSONRPC20Response
+    from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 
     call.state["method"], call.state["request_id"] = "SendMessage", request_id
     try:
