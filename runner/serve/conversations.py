@@ -10,7 +10,8 @@ what a network door needs on top of that:
   file per conversation cost a file creation (0.1-0.7 ms on a loaded disk, per new A2A
   ``contextId``); the log is read once, then only what was appended since (another door's, another
   process's); a record of the earlier layout (``owners/ID.json``) still counts. The log grows by
-  about 130 bytes per conversation.
+  about 130 bytes per conversation, and each server keeps the owners it has read in memory (about
+  as much again per conversation).
 - **exact ids**: ``open`` takes a whole session id of the store's shape, never a prefix, so an id
   cannot be guessed piecemeal;
 - **one answer for every miss**: an unknown id, another key's id, an id the door never claimed and
