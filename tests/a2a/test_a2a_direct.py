@@ -174,13 +174,12 @@ async def test_a_conversation_that_cannot_be_kept_fails_the_task_saying_so(
 ) -> None:
     model = scripted([{"content": "never kept"}])
     served = serve([agents.write("helper", model)])
-    (home / "serve").mkdir(parents=True, exist_ok=True)
-    (home / "serve" / "owners").write_text("a file where the owners' folder goes", encoding="utf-8")
+    (home / "serve" / "owners.jsonl").mkdir(parents=True)  # a folder where the owners' log goes
     client = await sdk_client(served.agent_url("helper"), streaming=False)
     (event,) = await collect(client, message("hi"))
     assert event.task.status.state == pb.TaskState.TASK_STATE_FAILED
     said = event.task.status.message.parts[0].text
-    assert "cannot keep this conversation" in said and "owners" in said
+    assert "cannot keep this conversation" in said and "owners.jsonl: Is a directory" in said
     assert model.requests == []  # nothing ran
     await client.close()
 

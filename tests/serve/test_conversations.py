@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from runner.agentfile import load_agent
+from runner.errors import StorageError
 from runner.runnable import AgentRunner
 from runner.runtime.settings import RuntimeSettings
-from runner.serve.conversations import ConversationNotFound, Conversations
+from runner.serve.conversations import ConversationNotFound, Conversations, owner_tag
 from runner.session import Session
 from runner.testing import ScriptedModel, text
 
@@ -39,8 +41,8 @@ async def test_a_claimed_conversation_continues_with_its_key_only(tmp_path: Path
     assert session.session_id == session_id
     sent = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
     assert sent == ["my name is Ada", "what is my name?"]
-    owner = (tmp_path / "home" / "serve" / "owners" / f"{session_id}.json").read_text(encoding="utf-8")
-    assert "key-a" not in owner  # only its digest is kept
+    owners = (tmp_path / "home" / "serve" / "owners.jsonl").read_text(encoding="utf-8")
+    assert session_id in owners and "key-a" not in owners  # only its digest is kept
     await runner.aclose()
 
 
@@ -94,3 +96,62 @@ async def test_turns_of_one_conversation_take_turns(tmp_path: Path) -> None:
 
     await asyncio.gather(turn("a"), turn("b"))
     assert order == ["a in", "a out", "b in", "b out"]
+
+
+ID_A, ID_B, ID_C = (f"20260101-000000-0123456789a{last}" for last in "abc")
+
+
+def _alive(home: Path, *ids: str) -> None:
+    """Transcripts for ``ids``, just written (``owns`` also checks the idle time)."""
+    (home / "sessions").mkdir(parents=True, exist_ok=True)
+    for session_id in ids:
+        (home / "sessions" / f"{session_id}.jsonl").write_text("{}\n", encoding="utf-8")
+
+
+def test_claims_are_lines_of_one_log_that_other_books_read_as_it_grows(tmp_path: Path) -> None:
+    _alive(tmp_path, ID_A, ID_B)
+    one, other = Conversations(tmp_path), Conversations(tmp_path)  # two doors, or two processes
+    one.claim(ID_A, "key-a", door="a2a")
+    assert other.owns(ID_A, "key-a") and not other.owns(ID_A, "key-b")
+    assert not other.owns(ID_B, "key-a")  # not claimed yet: read as a miss, then claimed
+    one.claim(ID_B, "key-a", door="mcp")
+    assert other.owns(ID_B, "key-a")
+    lines = [
+        line
+        for line in (tmp_path / "serve" / "owners.jsonl").read_text(encoding="utf-8").splitlines()
+        if line
+    ]
+    assert [json.loads(line) for line in lines] == [
+        {"session_id": ID_A, "owner": owner_tag("key-a"), "door": "a2a"},
+        {"session_id": ID_B, "owner": owner_tag("key-a"), "door": "mcp"},
+    ]
+    assert Conversations(tmp_path, idle_s=60).owns(ID_B, "key-a")  # a new process reads them all
+
+
+def test_a_line_cut_short_loses_its_conversation_only(tmp_path: Path) -> None:
+    _alive(tmp_path, ID_A, ID_B, ID_C)
+    book = Conversations(tmp_path)
+    book.claim(ID_A, None, door="a2a")
+    with (tmp_path / "serve" / "owners.jsonl").open("ab") as log:
+        log.write(b'\n{"session_id": "' + ID_B.encode())  # a full disk, mid-line
+    later = Conversations(tmp_path)
+    assert not later.owns(ID_B, None)  # the line has not ended: read as a miss, not kept
+    book.claim(ID_C, None, door="a2a")
+    fresh = Conversations(tmp_path)
+    assert fresh.owns(ID_A, None) and fresh.owns(ID_C, None) and not fresh.owns(ID_B, None)
+    assert later.owns(ID_C, None) and not later.owns(ID_B, None)
+
+
+def test_an_owner_file_of_the_earlier_layout_still_counts(tmp_path: Path) -> None:
+    _alive(tmp_path, ID_A)
+    (tmp_path / "serve" / "owners").mkdir(parents=True)
+    record = {"session_id": ID_A, "owner": owner_tag("key-a"), "door": "mcp"}
+    (tmp_path / "serve" / "owners" / f"{ID_A}.json").write_text(json.dumps(record), encoding="utf-8")
+    book = Conversations(tmp_path)
+    assert book.owns(ID_A, "key-a") and not book.owns(ID_A, "key-b") and not book.owns(ID_A, None)
+
+
+def test_a_claim_that_cannot_be_written_says_where(tmp_path: Path) -> None:
+    (tmp_path / "serve").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(StorageError, match=r"cannot write .*owners\.jsonl: Not a directory"):
+        Conversations(tmp_path).claim(ID_A, None, door="a2a")

@@ -116,6 +116,12 @@ class DirectHandler(DefaultRequestHandler):
             return result
         if configuration.return_immediately:
             return await super().on_message_send(params, context)
+        return await self.send_new(params, context)
+
+    async def send_new(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
+        """A blocking ``SendMessage`` of a new task (``params`` has its required fields: checked
+        by ``on_message_send``, or built with them by ``fast.plain_send``)."""
+        configuration = params.configuration
         validate_history_length(configuration)
         context_id = params.message.context_id or None
         request = await self._request_context_builder.build(

@@ -29,9 +29,9 @@ from a2a.types import a2a_pb2 as pb
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from runner.serve.a2a import tasks
+from runner.serve.a2a import fast, tasks
 from runner.serve.a2a.card import agent_card
 from runner.serve.a2a.direct import DirectHandler
 from runner.serve.a2a.executor import RunnerExecutor, message_text
@@ -54,11 +54,12 @@ class _Caller(ServerCallContextBuilder):
     """The SDK's call context: the owner (agent and key digest) and the key itself."""
 
     def build(self, request: Request) -> ServerCallContext:
-        key = request.scope.get(_KEY)
-        agent = request.scope.get(_AGENT, "")
-        return ServerCallContext(
-            user=Owner(agent, owner_tag(key)), state={"runner_key": key, "headers": dict(request.headers)}
-        )
+        return _call_context(request.scope.get(_AGENT, ""), request.scope.get(_KEY), request)
+
+
+def _call_context(agent: str, key: str | None, request: Request) -> ServerCallContext:
+    state = {"runner_key": key, "headers": dict(request.headers)}
+    return ServerCallContext(user=Owner(agent, owner_tag(key)), state=state)
 
 
 class _SessionIds(IDGenerator):
@@ -106,7 +107,7 @@ class A2AServing:
         self.conversations = conversations
         self.store = BoundedTaskStore(tasks.MAX_TASKS)
         self._apps: dict[str, Router] = {}
-        self._handlers: list[DirectHandler] = []
+        self._by_name: dict[str, DirectHandler] = {}
 
     def served(self, name: str) -> ServedAgent | ServedWorkflow | None:
         holder = self.state.catalog
@@ -148,7 +149,7 @@ class A2AServing:
             agent_card=card,
             request_context_builder=_Contexts(self.conversations),
         )
-        self._handlers.append(handler)
+        self._by_name[name] = handler
         caller = _Caller()
         from a2a.compat.v0_3.rest_adapter import REST03Adapter
 
@@ -180,6 +181,16 @@ class A2AServing:
         if self.served(name) is None:
             served = ", ".join(sorted(self.state.catalog.current.names())) or "none"
             raise ApiError(404, f"no agent or workflow '{name[:80]}' is served (served: {served})")
+        if not rest and scope["method"] == "POST":  # JSON-RPC 1.0: a plain SendMessage is ours
+            body = await request.body()
+            plain = fast.plain_send(body, request.headers.get("a2a-version"))
+            if plain is not None:
+                self.app(name)  # the handler, made on the first request
+                call = _call_context(name, key, request)
+                response = await fast.answer(self._by_name[name], *plain, call)
+                await response(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         inner = dict(scope)
         inner[_KEY], inner[_AGENT] = key, name
         inner["root_path"] = f"{scope.get('root_path', '')}/{name}"
@@ -187,8 +198,22 @@ class A2AServing:
         await self.app(name)(inner, receive, send)
 
     async def aclose(self) -> None:
-        for handler in self._handlers:
+        for handler in self._by_name.values():
             await handler.aclose()
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the request's body, already read, given again first."""
+    given = False
+
+    async def replayed() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
 
 
 def _base_url(request: Request) -> str:
