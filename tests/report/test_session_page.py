@@ -76,7 +76,9 @@ def test_a_real_run_shown_as_a_timeline_of_its_model_and_tool_calls(
     opened.page.locator(".row[data-kind=tool]").nth(1).click()
     details = opened.text("#details")
     assert '"a": 3' in details and "7" in details and "call id" in details
-    assert opened.text("[data-total='cached tokens in'] b") == "128"  # the provider's usage, via the transcript
+    assert (
+        opened.text("[data-total='cached tokens in'] b") == "128"
+    )  # the provider's usage, via the transcript
     opened.page.locator(".row[data-kind=model]").nth(1).click()
     assert "first token" in opened.text("#details") and "not recorded" not in opened.text("#details")
     assert "response idchatcmpl-second" in opened.text("#details")
