@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,19 @@ def _value(samples: dict[Any, float], name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def _scrape_when(http: Any, name: str, value: float, **labels: str) -> Any:
+    """``/metrics`` once ``name`` reached ``value`` (5 s at most): a request is counted when its
+    handler returns, which can be just after the client read the last byte of a stream."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        response = http.get("/metrics")
+        if response.status_code != 200 or time.monotonic() > deadline:
+            return response
+        if _value(_samples(response.text), name, **labels) >= value:
+            return response
+        time.sleep(0.01)
+
+
 def test_metrics_count_requests_tokens_and_tools_without_secrets(
     tmp_path: Path, serve: Callable[..., Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,14 +74,16 @@ def test_metrics_count_requests_tokens_and_tools_without_secrets(
             model="weather", messages=[{"role": "user", "content": "Again?"}], stream=True
         )
         assert "Again sunny." in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        chat = "/v1/chat/completions"
         with served.http() as http:
-            response = http.get("/metrics")
+            response = _scrape_when(
+                http, "runner_http_requests_total", 2, endpoint=chat, agent="weather", status="200"
+            )
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
 
     assert SECRET not in response.text
     samples = _samples(response.text)
-    chat = "/v1/chat/completions"
     assert _value(samples, "runner_http_requests_total", endpoint=chat, agent="weather", status="200") == 2
     assert _value(samples, "runner_http_request_duration_seconds_count", endpoint=chat) == 2
     assert _value(samples, "runner_http_first_byte_seconds_count", endpoint=chat) == 2
