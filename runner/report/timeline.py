@@ -4,7 +4,9 @@ The rows are plain dicts (what the page's script draws), in the order things hap
 
 - ``turn``: a turn began (``n``; the configuration hash it ran under);
 - ``model``: one model call, from when it was sent (``s``) to its reply (``e``), with its first token
-  (``ft``), tokens in and out, cost, the text, the reasoning and how many tools it called;
+  (``ft``), tokens in and out (``cached``: the input tokens read from the provider's prompt cache),
+  cost, the provider's id of the answer (``rid``), the text, the reasoning and how many tools it
+  called;
 - ``tool``: one tool call, from its start to its result, with its arguments and result (``par``/``of``:
   its place among the calls of the same reply, which ran side by side);
 - ``config``: the configuration changed (a reload), with ``runner diff``'s comparison of the two;
@@ -96,6 +98,7 @@ class _Builder:
         self.starts: dict[str, float] = {}  # tool_start times by call id
         self.totals: dict[str, Any] = {"turns": 0, "steps": 0, "tools": 0, "errors": 0}
         self.tokens_in = self.tokens_out = 0
+        self.cached: int | None = None  # None: no call recorded cached input tokens
         self.cost: float | None = None
         self.snapshots: dict[str, Any] = {}
         self.config: str | None = None
@@ -157,6 +160,12 @@ class _Builder:
             self.cost = (self.cost or 0.0) + row["cost"]
         if record.get("reasoning"):
             row["reasoning"] = clip(record["reasoning"])
+        if isinstance(record.get("response_id"), str) and record["response_id"]:
+            row["rid"] = clip(record["response_id"])
+        cached = int(_number(usage.get("cached_tokens")))
+        if cached > 0:
+            row["cached"] = cached
+            self.cached = (self.cached or 0) + cached
         self.tokens_in += row["in"]
         self.tokens_out += row["out"]
         self.rows.append(row)
@@ -277,6 +286,7 @@ class _Builder:
             steps=self.step,
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
+            cached_in=self.cached,
             cost_usd=self.cost,
             duration_ms=self.last,
         )

@@ -264,6 +264,7 @@ class Turn:
         extra: dict[str, Any] = {
             "usage": reply.usage.as_dict(),
             "duration_s": round(self._call_seconds, 4),
+            "response_id": reply.response_id,  # None (the provider sent none): not written
         }
         if self._first_token is not None:
             extra["first_token_s"] = round(self._first_token, 4)

@@ -2,8 +2,9 @@
 
 A cassette is JSONL. Line 1 is a header (agent, its file's sha256 and git state, runner version,
 model, when it was recorded); then one ``interaction`` per model call: the normalized request
-(model, messages, tools, params), its sha256, and the full response — for a streamed response
-also the sequence of events with their timing. Secrets are replaced by ``***`` before hashing
+(model, messages, tools, params), its sha256, and the full response (with the provider's
+``response_id`` and the cached prompt tokens in its usage) — for a streamed response also the
+sequence of events with their timing. Secrets are replaced by ``***`` before hashing
 and writing, so a cassette holds none and replay hashes the same way.
 """
 

@@ -41,7 +41,8 @@ __all__ = ["RecordingModel", "ReplayModel", "reply_from_dict", "reply_to_dict"]
 
 
 def reply_to_dict(reply: Reply) -> dict[str, Any]:
-    """A reply as stored in a cassette."""
+    """A reply as stored in a cassette (with the provider's ``response_id`` and the cached prompt
+    tokens, so that a replayed transcript records what the recorded one did)."""
     return {
         "content": reply.content,
         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
@@ -51,14 +52,17 @@ def reply_to_dict(reply: Reply) -> dict[str, Any]:
             "completion_tokens": reply.usage.completion_tokens,
             "total_tokens": reply.usage.total_tokens,
             "cost_usd": reply.usage.cost_usd,
+            "cached_tokens": reply.usage.cached_tokens,
         },
         "finish_reason": reply.finish_reason,
         "model": reply.model,
+        "response_id": reply.response_id,
     }
 
 
 def reply_from_dict(data: dict[str, Any]) -> Reply:
-    """A stored reply back as a ``Reply``."""
+    """A stored reply back as a ``Reply``; a cassette recorded before ``response_id`` and
+    ``cached_tokens`` were kept replays without them (None, 0)."""
     usage = data.get("usage") or {}
     return Reply(
         content=data.get("content"),
@@ -71,10 +75,24 @@ def reply_from_dict(data: dict[str, Any]) -> Reply:
             int(usage.get("completion_tokens", 0)),
             int(usage.get("total_tokens", 0)),
             usage.get("cost_usd"),
+            _cached_tokens(usage.get("cached_tokens", 0)),
         ),
         finish_reason=data.get("finish_reason"),
         model=str(data.get("model", "")),
+        response_id=_response_id(data.get("response_id")),
     )
+
+
+def _cached_tokens(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"usage.cached_tokens must be a whole number of at least 0, not {value!r}")
+    return value
+
+
+def _response_id(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"response_id must be a string or null, not {value!r}")
+    return value or None
 
 
 def _event_record(event: StreamEvent, t: float) -> dict[str, Any] | None:
@@ -200,7 +218,14 @@ class ReplayModel:
             if self.strict:
                 raise CassetteError(message, hint="record again, or use --replay-loose to only warn")
             self.on_warning(message)
-        return reply_from_dict(recorded.response), recorded.events
+        try:
+            reply = reply_from_dict(recorded.response)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CassetteError(
+                f"{self.cassette.path}: the recorded response #{index + 1} is malformed ({exc})",
+                hint="record it again with --record (or runner test --update)",
+            ) from None
+        return reply, recorded.events
 
     async def complete(self, request: Request) -> Reply:
         reply, _ = self._next(request)

@@ -32,6 +32,7 @@ def _hostile_transcript(path: Path) -> Path:
     ]
     records[5]["content"] = HOSTILE[1]  # a tool result
     records[3]["reasoning"] = HOSTILE[4]
+    records[3]["response_id"] = HOSTILE[2]  # the provider's id of the answer is its text too
     return tr.write(path, records)
 
 
@@ -58,6 +59,7 @@ def test_hostile_model_output_and_tool_results_render_as_text(
     assert HOSTILE[4].replace("\u2028", "") in opened.text("#details").replace(
         "\u2028", ""
     )  # the reasoning, as text
+    assert "response id" + HOSTILE[2] in opened.text("#details")
     elements = opened.page.evaluate(
         "document.querySelectorAll('img, a, iframe, svg, object, embed, script:not([id])').length"
     )

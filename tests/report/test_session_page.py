@@ -41,15 +41,17 @@ def _agent(folder: Path, base_url: str) -> Path:
 def test_a_real_run_shown_as_a_timeline_of_its_model_and_tool_calls(
     invoke: Callable[..., Any], scripted_server: Any, open_page: Callable[[Path], Opened], tmp_path: Path
 ) -> None:
+    cached = {"prompt_tokens": 200, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 128}}
     server = scripted_server(
         [
             {
                 "tool_calls": [
                     {"name": "add", "arguments": {"a": 1, "b": 2}},
                     {"name": "add", "arguments": {"a": 3, "b": 4}},
-                ]
+                ],
+                "response_id": "chatcmpl-first",
             },
-            {"content": "The sums are 3 and 7."},
+            {"content": "The sums are 3 and 7.", "response_id": "chatcmpl-second", "usage": cached},
         ]
     )
     agent = _agent(tmp_path / "a", server.base_url)
@@ -74,8 +76,16 @@ def test_a_real_run_shown_as_a_timeline_of_its_model_and_tool_calls(
     opened.page.locator(".row[data-kind=tool]").nth(1).click()
     details = opened.text("#details")
     assert '"a": 3' in details and "7" in details and "call id" in details
+    assert (
+        opened.text("[data-total='cached tokens in'] b") == "128"
+    )  # the provider's usage, via the transcript
     opened.page.locator(".row[data-kind=model]").nth(1).click()
     assert "first token" in opened.text("#details") and "not recorded" not in opened.text("#details")
+    assert "response idchatcmpl-second" in opened.text("#details")
+    assert "cached tokens in128" in opened.text("#details")
+    opened.page.locator(".row[data-kind=model]").nth(0).click()
+    assert "response idchatcmpl-first" in opened.text("#details")
+    assert "cached" not in opened.text("#details")  # the first answer read nothing from the cache
     assert_not_blank(opened)
     opened.check_clean()
 
@@ -109,6 +119,56 @@ def test_figures_of_each_call_come_from_the_transcript(
     assert "300 ms" in opened.text("#details") and "800 ms" in opened.text("#details")
     opened.page.check("#problems-only")
     assert opened.page.locator(".row").count() == 1  # only the failed tool call
+    opened.check_clean()
+
+
+def test_each_model_call_shows_its_response_id_and_cached_tokens_and_the_totals_sum_them(
+    open_page: Callable[[Path], Opened], tmp_path: Path
+) -> None:
+    records = [tr.header(), *tr.one_turn()]
+    records[3].update(usage=tr.usage(120, 30, 0.0012, cached=64), response_id="chatcmpl-one")
+    records[6].update(usage=tr.usage(160, 12, 0.0008, cached=1_500), response_id="chatcmpl-two")
+    page = tmp_path / "c.html"
+    write_page(page, session_page(tr.write(tmp_path / "c.jsonl", records)))
+    data = page_data(page)
+    model = [r for r in data["rows"] if r["k"] == "model"]
+    assert [(m["rid"], m["cached"]) for m in model] == [("chatcmpl-one", 64), ("chatcmpl-two", 1_500)]
+    assert data["totals"]["cached_in"] == 1_564
+
+    opened = open_page(page)
+    opened.check_clean()
+    assert opened.text("[data-total='cached tokens in'] b") == "1,564"
+    assert opened.text("[data-total='tokens in'] b") == "280"  # cached tokens are part of them
+    figures = opened.page.locator(".row[data-kind=model] .figure").all_text_contents()
+    assert "120→30 tok (64 cached)" in figures[0] and "160→12 tok (1,500 cached)" in figures[1]
+    opened.page.locator(".row[data-kind=model]").nth(1).click()
+    pairs = opened.page.locator("#details dl.kv").evaluate(
+        "dl => [...dl.querySelectorAll('dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent])"
+    )
+    assert ["response id", "chatcmpl-two"] in pairs and ["cached tokens in", "1,500"] in pairs
+    opened.check_clean()
+
+
+def test_without_response_ids_or_cached_tokens_the_page_shows_no_empty_field(
+    open_page: Callable[[Path], Opened], tmp_path: Path
+) -> None:
+    page = tmp_path / "n.html"
+    write_page(page, session_page(tr.write(tmp_path / "n.jsonl", [tr.header(), *tr.one_turn()])))
+    data = page_data(page)
+    assert all("rid" not in r and "cached" not in r for r in data["rows"])
+    assert data["totals"]["cached_in"] is None
+
+    opened = open_page(page)
+    opened.check_clean()
+    totals = opened.page.locator("[data-total]").evaluate_all("ts => ts.map(t => t.dataset.total)")
+    assert "tokens in" in totals and "cached tokens in" not in totals
+    assert "cached" not in " ".join(opened.page.locator(".row .figure").all_text_contents())
+    for index in range(opened.page.locator(".row[data-kind=model]").count()):
+        opened.page.locator(".row[data-kind=model]").nth(index).click()
+        details = opened.text("#details")
+        assert "tokens in" in details  # the details are drawn...
+        assert "response id" not in details and "cached" not in details  # ...without the absent fields
+        assert "None" not in details and "undefined" not in details and "null" not in details
     opened.check_clean()
 
 

@@ -43,11 +43,13 @@ def call(call_id: str, name: str, arguments: dict[str, Any] | str) -> dict[str, 
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
 
 
-def usage(prompt: int, completion: int, cost: float | None = None) -> dict[str, Any]:
+def usage(prompt: int, completion: int, cost: float | None = None, *, cached: int = 0) -> dict[str, Any]:
     used: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
     used["total_tokens"] = prompt + completion
     if cost is not None:
         used["cost_usd"] = cost
+    if cached:  # as the session writes it: only when the provider read some from its cache
+        used["cached_tokens"] = cached
     return used
 
 

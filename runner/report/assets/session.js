@@ -10,8 +10,9 @@
     ? [["status", h.status || "-", h.status !== "done"], ["steps", fmtInt(t.steps)], ["errors", fmtInt(t.errors), t.errors > 0],
        ["tokens", fmtInt(t.tokens)], ["cost", fmtCost(t.cost_usd)], ["duration", fmtMs(t.duration_ms)]]
     : [["status", h.status || "-", h.status !== "done"], ["turns", fmtInt(t.turns)], ["steps", fmtInt(t.steps)],
-       ["tool calls", fmtInt(t.tools)], ["errors", fmtInt(t.errors), t.errors > 0], ["tokens in", fmtInt(t.tokens_in)],
-       ["tokens out", fmtInt(t.tokens_out)], ["cost", fmtCost(t.cost_usd)], ["duration", fmtMs(t.duration_ms)]];
+       ["tool calls", fmtInt(t.tools)], ["errors", fmtInt(t.errors), t.errors > 0], ["tokens in", fmtInt(t.tokens_in)]]
+      .concat(t.cached_in ? [["cached tokens in", fmtInt(t.cached_in)]] : [])  // only when a call recorded some
+      .concat([["tokens out", fmtInt(t.tokens_out)], ["cost", fmtCost(t.cost_usd)], ["duration", fmtMs(t.duration_ms)]]);
   header(title, [
     workflow ? "session " + (h.session_id || "?") : "agent " + (h.agent || "?") + "  " + (h.agent_path || ""),
     "model " + (h.model || "?") + " · started " + (h.started_at || "?") + " · runner " + (h.runner_version || "?"),
@@ -84,7 +85,7 @@
   function figure(r) {
     if (r.k === "model") {
       return fmtMs(r.e - r.s) + (r.ft !== undefined ? " · first " + fmtMs(r.ft) : "") + " · " + r.in + "→" + r.out + " tok" +
-        (r.cost !== undefined ? " · " + fmtCost(r.cost) : "");
+        (r.cached ? " (" + fmtInt(r.cached) + " cached)" : "") + (r.cost !== undefined ? " · " + fmtCost(r.cost) : "");
     }
     if (r.k === "tool" || r.k === "step") return fmtMs(end(r) - start(r)) + (r.status ? " · " + r.status : "");
     if (r.k === "turn" && r.config) return "config " + r.config;
@@ -122,7 +123,8 @@
     if (r.k === "model") {
       kv(details, when.concat([["latency", fmtMs(r.e - r.s) + (r.untimed ? " (not recorded)" : "")],
         ["first token", r.ft !== undefined ? fmtMs(r.ft) : "not recorded"], ["tokens in", fmtInt(r.in)],
-        ["tokens out", fmtInt(r.out)], ["cost", fmtCost(r.cost)], ["turn", r.turn], ["tool calls", r.calls]]));
+        ["cached tokens in", r.cached ? fmtInt(r.cached) : null], ["tokens out", fmtInt(r.out)],
+        ["cost", fmtCost(r.cost)], ["response id", r.rid || null], ["turn", r.turn], ["tool calls", r.calls]]));
       textBlock(details, "Reply", r.text);
       textBlock(details, "Reasoning", r.reasoning);
     } else if (r.k === "tool") {
