@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 from pathlib import Path
@@ -130,6 +131,11 @@ def run_serve(
             access_log=False,
         )
     )
+    # What is loaded by now (modules, the catalog, the app) lives as long as the server: kept out
+    # of the collector's passes, a full pass walks only what requests made (~100 ms -> a few ms;
+    # a request holding a long conversation allocates enough to bring one on every few hundred).
+    gc.collect()
+    gc.freeze()
     # uvicorn shuts down gracefully, then re-raises Ctrl+C: a normal stop
     with sock, contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])

@@ -28,7 +28,7 @@ from typing import Any
 from runner.serve.details import ToolBlock, split_content
 from runner.serve.protocol import ApiError
 
-__all__ = ["ChatHistory", "parse_conversation"]
+__all__ = ["ChatHistory", "parse_conversation", "too_many"]
 
 UNANSWERED = "Not executed: the client sent no result for this call."
 
@@ -199,7 +199,8 @@ def _pair_results(items: list[tuple[dict[str, Any], bool]]) -> list[tuple[dict[s
     return out
 
 
-def _too_many(limit: int) -> ApiError:
+def too_many(limit: int) -> ApiError:
+    """The 413 of a history over ``limit`` messages."""
     return ApiError(
         413,
         f"the conversation has more than {limit} messages once the tool calls of its earlier answers "
@@ -234,9 +235,9 @@ def parse_conversation(messages: list[dict[str, Any]], *, max_messages: int | No
         remaining = None if max_messages is None else max_messages - len(items)
         items.extend(_convert(message, names, remaining))
         if max_messages is not None and len(items) > max_messages:
-            raise _too_many(max_messages)
+            raise too_many(max_messages)
     first = next((t for m in messages if m["role"] == "user" and (t := _text_of(m.get("content")))), "")
     items = _pair_results(items)  # unanswered calls get a result
     if max_messages is not None and len(items) > max_messages:
-        raise _too_many(max_messages)
+        raise too_many(max_messages)
     return ChatHistory(items=items, text=text, names=names, first_input=first)

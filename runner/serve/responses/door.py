@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -27,7 +28,7 @@ from runner.serve.conversations import owner_tag
 from runner.serve.dispatch import open_request_run
 from runner.serve.door_spec import Door
 from runner.serve.engine import EndPiece, RequestRun
-from runner.serve.history import ChatHistory, parse_conversation
+from runner.serve.history import ChatHistory
 from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
@@ -35,6 +36,7 @@ from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
 from runner.serve.responses.images import check_images
 from runner.serve.responses.items import ResponsesRequest, in_responses_terms, parse_responses_request
 from runner.serve.responses.listing import input_items_page, stored_items
+from runner.serve.responses.prior import EMPTY, Prepared, continue_conversation, prepared
 from runner.serve.responses.store import (
     ResponseNotFound,
     ResponseStore,
@@ -63,6 +65,17 @@ def _unreadable(error: StoredResponseUnreadable, param: str | None = None) -> Ap
     )
 
 
+@dataclass(frozen=True)
+class Read:
+    """A request read: what it asks, the history to run, the conversation before its input, and
+    what its answer's record holds prepared (``prior.Continuing.next``)."""
+
+    parsed: ResponsesRequest
+    history: ChatHistory
+    prior: list[dict[str, Any]]
+    next: Prepared | None
+
+
 class ResponsesDoor:
     """The routes of the door, on one server's state and store."""
 
@@ -79,6 +92,9 @@ class ResponsesDoor:
     async def _load(self, response_id: str, key: str | None, param: str | None = None) -> StoredResponse:
         store = self.store
         try:
+            kept = store.recall(response_id, key)  # in memory, its file unchanged: one stat
+            if kept is not None:
+                return kept
             if store.is_small(response_id, _INLINE_DECODE_BYTES):  # a page-cache read and a small parse
                 return store.load(response_id, key)
             return await anyio.to_thread.run_sync(store.load, response_id, key)
@@ -87,9 +103,7 @@ class ResponsesDoor:
         except StoredResponseUnreadable as error:
             raise _unreadable(error, param) from None
 
-    async def _read(
-        self, request: Request, key: str | None
-    ) -> tuple[ResponsesRequest, ChatHistory, list[dict[str, Any]]]:
+    async def _read(self, request: Request, key: str | None) -> Read:
         """The request, the history to run and the conversation before this input."""
         state = self.state
         require_json(request)
@@ -102,38 +116,50 @@ class ResponsesDoor:
         if not isinstance(body, dict):
             raise ApiError(400, "the request body must be a JSON object")
         previous = body.get("previous_response_id")
-        prior: list[dict[str, Any]] = []
         stored: StoredResponse | None = None
         if previous is not None:
             if not isinstance(previous, str):
                 raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
             stored = await self._load(previous, key, "previous_response_id")
-            prior = stored.messages
+        weight = stored.size if stored is not None and "prepared" not in stored.derived else 0
+        if len(raw) + weight <= _INLINE_DECODE_BYTES:  # small, or converted once already
+            return self._parse(body, stored)
+        return await anyio.to_thread.run_sync(self._parse, body, stored)
 
-        def parse() -> tuple[ResponsesRequest, ChatHistory]:
-            parsed = parse_responses_request(body, prior=prior, report=state.report)
-            messages = parsed.chat.messages
-            if len(messages) > state.max_messages:
-                raise ApiError(
-                    413,
-                    f"the conversation has {len(messages)} messages; this server takes at most "
-                    f"{state.max_messages} (RUNNER_SERVE_MAX_MESSAGES)",
-                    param="input",
-                    code="too_many_messages",
-                )
-            try:
-                history = parse_conversation(messages, max_messages=state.max_messages)
-            except ApiError as error:
-                raise ApiError(error.status, error.message, param="input", code=error.code) from None
-            if parsed.chat.output is not None:
-                prepare_wire(parsed.chat.output)
-            if stored is not None and stored.rendered:  # the renders of the texts it held already
-                history.rendered, history.rendered_key = dict(stored.rendered), stored.rendered_key
-            return parsed, history
-
-        small = len(raw) + (stored.size if stored is not None else 0) <= _INLINE_DECODE_BYTES
-        parsed, history = parse() if small else await anyio.to_thread.run_sync(parse)
-        return parsed, history, prior
+    def _parse(self, body: dict[str, Any], stored: StoredResponse | None) -> Read:
+        """``body`` continuing ``stored``: the stored part converted once (``prior.prepared``)."""
+        state = self.state
+        prior = stored.messages if stored is not None else []
+        try:
+            base = prepared(stored) if stored is not None else EMPTY
+        except ApiError as error:
+            raise in_responses_terms(error) from None
+        parsed = parse_responses_request(body, prior=prior, issued=base.issued, report=state.report)
+        count = len(parsed.chat.messages)
+        if count > state.max_messages:
+            raise ApiError(
+                413,
+                f"the conversation has {count} messages; this server takes at most "
+                f"{state.max_messages} (RUNNER_SERVE_MAX_MESSAGES)",
+                param="input",
+                code="too_many_messages",
+            )
+        try:
+            going = continue_conversation(
+                base,
+                prior,
+                parsed.messages,
+                instructions=parsed.instructions,
+                max_messages=state.max_messages,
+            )
+        except ApiError as error:
+            raise ApiError(error.status, error.message, param="input", code=error.code) from None
+        if parsed.chat.output is not None:
+            prepare_wire(parsed.chat.output)
+        history = going.history
+        if stored is not None and stored.rendered:  # the renders of the texts it held already
+            history.rendered, history.rendered_key = dict(stored.rendered), stored.rendered_key
+        return Read(parsed, history, prior, going.next)
 
     def _skeleton(self, parsed: ResponsesRequest) -> dict[str, Any]:
         chat = parsed.chat
@@ -169,26 +195,25 @@ class ResponsesDoor:
             "usage": None,
         }
 
-    async def _commit(
-        self,
-        builder: ResponseBuilder,
-        parsed: ResponsesRequest,
-        prior: list[dict[str, Any]],
-        key: str | None,
-        end: EndPiece,
-        history: ChatHistory,
-    ) -> None:
+    async def _commit(self, builder: ResponseBuilder, read: Read, key: str | None, end: EndPiece) -> None:
         """Store a response that did not fail (with the conversation at it), if the request asks."""
+        parsed = read.parsed
         if not parsed.store or builder.response["status"] == "failed":
             return
+        answer = builder.assistant_message()
+        derived: dict[str, Any] = {}
+        if read.next is not None:  # its conversation converted already: the next request's base
+            calls = {call["id"] for call in answer.get("tool_calls") or ()}
+            derived["prepared"] = replace(read.next, issued=read.next.issued | calls)
         stored = StoredResponse(
             response=builder.response,
             input_items=stored_items(parsed.items),
-            messages=[*prior, *parsed.messages, builder.assistant_message()],
+            messages=[*read.prior, *parsed.messages, answer],
             session_id=end.outcome.session_id if end.outcome is not None else None,
             owner=owner_tag(key),
-            rendered=history.rendered,
-            rendered_key=history.rendered_key,
+            rendered=read.history.rendered,
+            rendered_key=read.history.rendered_key,
+            derived=derived,
         )
         # in a worker thread: under load a file system call can take milliseconds, and the event
         # loop keeps every other stream going meanwhile
@@ -207,7 +232,8 @@ class ResponsesDoor:
 
     async def create(self, request: Request) -> Response:
         key = self.state.authorize(request)
-        parsed, history, prior = await self._read(request, key)
+        read = await self._read(request, key)
+        parsed, history = read.parsed, read.history
         state = self.state
         check_images(parsed.items, parsed.chat.model, self._model_id(parsed.chat.model))
         try:
@@ -222,10 +248,8 @@ class ResponsesDoor:
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
         if parsed.chat.stream:
-            return EventSourceResponse(self._stream(run, builder, parsed, (prior, history), key), sep="\n")
-        response = await unless_disconnected(
-            request.receive, run, self._collect(run, builder, parsed, (prior, history), key)
-        )
+            return EventSourceResponse(self._stream(run, builder, read, key), sep="\n")
+        response = await unless_disconnected(request.receive, run, self._collect(run, builder, read, key))
         if response is None:
             return Response(status_code=499)  # nobody is there to read it
         return JSON(response)
@@ -234,8 +258,7 @@ class ResponsesDoor:
         self,
         run: RequestRun,
         builder: ResponseBuilder,
-        parsed: ResponsesRequest,
-        state: tuple[list[dict[str, Any]], ChatHistory],
+        read: Read,
         key: str | None,
     ) -> dict[str, Any]:
         async for piece in run.pieces():
@@ -243,7 +266,7 @@ class ResponsesDoor:
                 if piece.error is not None:
                     raise piece.error
                 builder.finish(piece)
-                await self._commit(builder, parsed, state[0], key, piece, state[1])
+                await self._commit(builder, read, key, piece)
                 return builder.response
             builder.feed(piece)
         raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
@@ -252,8 +275,7 @@ class ResponsesDoor:
         self,
         run: RequestRun,
         builder: ResponseBuilder,
-        parsed: ResponsesRequest,
-        state: tuple[list[dict[str, Any]], ChatHistory],
+        read: Read,
         key: str | None,
     ) -> AsyncIterator[bytes]:
         try:
@@ -261,7 +283,7 @@ class ResponsesDoor:
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
-                    await self._commit(builder, parsed, state[0], key, piece, state[1])
+                    await self._commit(builder, read, key, piece)
                 else:
                     events = builder.feed(piece)
                 if events:

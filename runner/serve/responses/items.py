@@ -17,7 +17,7 @@ one validator of both doors) checks the result.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
@@ -334,14 +334,20 @@ def _metadata(value: Any) -> dict[str, str]:
     return dict(value)
 
 
+def _issued(messages: list[dict[str, Any]]) -> set[str]:
+    return {call["id"] for message in messages for call in message.get("tool_calls") or ()}
+
+
 def parse_responses_request(
     body: Any,
     *,
     prior: list[dict[str, Any]] | None = None,
+    issued: frozenset[str] | None = None,
     report: Any = print,
 ) -> ResponsesRequest:
     """Validate a decoded body (``prior``: the conversation of ``previous_response_id``); 400s name
-    the field in this API's words."""
+    the field in this API's words. With ``issued`` (the call ids ``prior`` holds), ``prior`` was
+    checked already (``prior.prepared``): only this request's messages are."""
     if not isinstance(body, dict):
         raise _bad("the request body must be a JSON object")
     model = body.get("model")
@@ -350,8 +356,9 @@ def parse_responses_request(
     if "input" not in body:
         raise _bad("'input' is required", "input")
     prior = prior or []
-    issued = {call["id"] for message in prior for call in message.get("tool_calls") or ()}
-    messages, items = input_messages(body["input"], issued=issued)
+    checked = issued is not None
+    known = set(issued) if issued is not None else _issued(prior)
+    messages, items = input_messages(body["input"], issued=known)
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise _bad("'instructions' must be a string", "instructions")
@@ -359,9 +366,10 @@ def parse_responses_request(
     choice = _tool_choice(body.get("tool_choice"), functions, hosted)
     text, response_format = _response_format(body.get("text"))
     lead = [{"role": "system", "content": instructions}] if instructions else []
+    checked = checked and bool(lead or messages)  # nothing of its own: the whole is checked, as before
     chat_body: dict[str, Any] = {
         "model": model,
-        "messages": [*lead, *prior, *messages],
+        "messages": [*lead, *messages] if checked else [*lead, *prior, *messages],
         "stream": _flag(body, "stream", False),
         "temperature": body.get("temperature"),
         "max_tokens": body.get("max_output_tokens"),
@@ -378,6 +386,8 @@ def parse_responses_request(
         chat = parse_chat_request(chat_body)
     except ApiError as error:
         raise in_responses_terms(error) from None
+    if checked and prior:
+        chat = replace(chat, messages=[*lead, *prior, *messages])
     previous = body.get("previous_response_id")
     echo = {key: body.get(key) for key in IGNORED if key in body}
     return ResponsesRequest(

@@ -13,13 +13,21 @@ response each start from that state: two branches, neither touching the other's 
   same ``ResponseNotFound`` (the door answers 404 without saying whether the id exists).
 - A record that cannot be read (corrupt, cut short by hand) is ``StoredResponseUnreadable``; the
   other records are untouched.
+- The records read or written last are kept in memory (``RecentResponses``: up to 8 MiB of their
+  files), each with the identity of its file (inode, size, mtime): a continuation right after its
+  response neither reads nor parses it again, and a file replaced, edited or deleted behind the
+  server's back is read again (or missed) as before. What the door derives from a record (its
+  checked, converted conversation) is kept with it (``StoredResponse.derived``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +64,8 @@ class StoredResponse:
     rendered_key: str | None = None
     #: The size of its file (what a continuation weighs: a small one is parsed on the event loop).
     size: int = 0
+    #: What the door derived from it, kept with it while it stays in memory (never written).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -70,12 +80,71 @@ class StoredResponse:
         }
 
 
+#: The stored records kept in memory, counted by the size of their files (the parsed objects weigh
+#: a few times more): a conversation of a few hundred turns is 20-100 KB.
+RECENT_BYTES = 8 * 1024 * 1024
+
+_Stamp = tuple[int, int, int]
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    """The identity of a record's file (None: there is none): a replaced or edited file differs."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+class RecentResponses:
+    """The records read or written last, by id, each with its file's stamp; the least recently
+    used go first once they weigh more than ``limit`` bytes. Thread-safe (loads and saves run in
+    worker threads too)."""
+
+    def __init__(self, limit: int = RECENT_BYTES) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[str, tuple[_Stamp, StoredResponse]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, response_id: str, stamp: _Stamp) -> StoredResponse | None:
+        with self._lock:
+            entry = self._entries.get(response_id)
+            if entry is None or entry[0] != stamp:
+                return None
+            self._entries.move_to_end(response_id)
+            return entry[1]
+
+    def put(self, response_id: str, stamp: _Stamp, stored: StoredResponse) -> None:
+        with self._lock:
+            self._drop(response_id)
+            if stamp[1] > self.limit:
+                return
+            self._entries[response_id] = (stamp, stored)
+            self._bytes += stamp[1]
+            while self._bytes > self.limit:
+                self._drop(next(iter(self._entries)))
+
+    def forget(self, response_id: str) -> None:
+        with self._lock:
+            self._drop(response_id)
+
+    def _drop(self, response_id: str) -> None:
+        entry = self._entries.pop(response_id, None)
+        if entry is not None:
+            self._bytes -= entry[0][1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class ResponseStore:
     """The responses one server stored, under ``home``."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, recent_bytes: int = RECENT_BYTES) -> None:
         self.folder = home / "serve" / "responses"
         self._made = False
+        self.recent = RecentResponses(recent_bytes)
 
     def _path(self, response_id: str) -> Path | None:
         return self.folder / f"{response_id}.json" if _ID.fullmatch(response_id) else None
@@ -91,7 +160,21 @@ class ResponseStore:
                 raise StorageError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
             self._made = True
         data = json.dumps(stored.record(), ensure_ascii=False, separators=(",", ":"))
-        replace_atomically(path, [data.encode("utf-8", "replace")], what="the stored response")
+        encoded = data.encode("utf-8", "replace")
+        replace_atomically(path, [encoded], what="the stored response")
+        stamp = _stamp(path)
+        if stamp is not None:  # as a load would find it (its size is its file's)
+            self.recent.put(stored.response["id"], stamp, replace(stored, size=len(encoded)))
+
+    def recall(self, response_id: str, key: str | None) -> StoredResponse | None:
+        """The record of ``response_id`` if it is in memory and its file unchanged (one ``stat``);
+        None when it has to be read (``ResponseNotFound`` as ``load`` for another key's)."""
+        path = self._path(response_id)
+        stamp = _stamp(path) if path is not None else None
+        stored = self.recent.get(response_id, stamp) if stamp is not None else None
+        if stored is not None and stored.owner != owner_tag(key):
+            raise ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
+        return stored
 
     def is_small(self, response_id: str, limit: int) -> bool:
         """Whether the record of ``response_id`` is at most ``limit`` bytes (or missing: a miss is
@@ -108,8 +191,14 @@ class ResponseStore:
         """The response ``key`` stored as ``response_id``; ``ResponseNotFound`` for every miss."""
         missing = ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
         path = self._path(response_id)
-        if path is None:
+        stamp = _stamp(path) if path is not None else None
+        if path is None or stamp is None:
             raise missing
+        kept = self.recent.get(response_id, stamp)
+        if kept is not None:
+            if kept.owner != owner_tag(key):
+                raise missing
+            return kept
         try:
             raw = path.read_bytes()
         except OSError:
@@ -140,6 +229,8 @@ class ResponseStore:
                 f"the stored response '{response_id}' cannot be read (its file is damaged); "
                 "other responses are not affected"
             )
+        if len(raw) == stamp[1]:  # else it changed while it was read: the next load reads it again
+            self.recent.put(response_id, stamp, stored)
         if stored.owner != owner_tag(key):
             raise missing
         return stored
@@ -153,6 +244,7 @@ class ResponseStore:
                 raise ResponseNotFound(f"Response with id '{response_id[:80]}' not found.") from None
         path = self._path(response_id)
         assert path is not None
+        self.recent.forget(response_id)
         try:
             path.unlink()
         except FileNotFoundError:
