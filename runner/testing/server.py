@@ -181,7 +181,7 @@ class StoppableHTTPServer(ThreadingHTTPServer):
                         if key.fileobj is self._wake_read:
                             self._wake_read.recv(64)
                         elif not self._stopping:
-                            self._handle_request_noblock()
+                            self._handle_request_noblock()  # type: ignore[attr-defined]  # socketserver's own step, not in typeshed
                     self.service_actions()
         finally:
             self._stopping = False
