@@ -105,7 +105,18 @@ def _alive(home: Path, *ids: str) -> None:
     """Transcripts for ``ids``, just written (``owns`` also checks the idle time)."""
     (home / "sessions").mkdir(parents=True, exist_ok=True)
     for session_id in ids:
-        (home / "sessions" / f"{session_id}.jsonl").write_text("{}\n", encoding="utf-8")
+        header = {
+            "type": "header",
+            "format": 1,
+            "session_id": session_id,
+            "agent": "solo",
+            "agent_path": "solo.yaml",
+            "agent_sha256": "0" * 64,
+            "runner_version": "0",
+            "model": "openai/scripted",
+            "started_at": "2026-01-01T00:00:00.000Z",
+        }
+        (home / "sessions" / f"{session_id}.jsonl").write_text(json.dumps(header) + "\n", encoding="utf-8")
 
 
 def test_claims_are_lines_of_one_log_that_other_books_read_as_it_grows(tmp_path: Path) -> None:
