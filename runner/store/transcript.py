@@ -125,7 +125,10 @@ def git_signature(path: Path) -> tuple[int, ...]:
 
 
 def message_record(message: dict[str, Any], time: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """A message's transcript record: the OpenAI message fields plus time and ``extra``."""
+    """A message's transcript record: the OpenAI message fields plus time and ``extra`` (most have
+    none: then one dict display, a third of the time of the updates)."""
+    if not extra:
+        return {"type": "message", "time": time, **message}
     record: dict[str, Any] = {"type": "message", "time": time}
     record.update(message)
     record.update({k: v for k, v in extra.items() if v is not None})
@@ -202,13 +205,7 @@ class TranscriptWriter:
         """Write message records (each message with its extra fields) in one write, at one time
         (``strict`` as ``write_many``)."""
         time = now_iso()
-        records = [  # most have no extra fields: the record built at once (a third of the time)
-            {"type": "message", "time": time, **message}
-            if not extra
-            else message_record(message, time, extra)
-            for message, extra in messages
-        ]
-        self.write_many(records, strict=strict)
+        self.write_many([message_record(message, time, extra) for message, extra in messages], strict=strict)
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.
