@@ -2,26 +2,28 @@
 
 ``JSON`` (a response that is valid UTF-8 whatever its strings hold), ``is_json`` (a ``Content-Type``
 check), ``read_body`` (the body within the size limit, 413, and the time limit, 408) and
-``disconnected`` (returns when the client hangs up) and ``unless_disconnected`` (a whole answer that
-the client's going away cancels, with its run).
+``disconnected`` (returns when the client hangs up), ``unless_disconnected`` (a whole answer that
+the client's going away cancels, with its run) and ``replaying`` (a request's ``receive`` that gives
+again the messages a door read already, for the SDK behind it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine
+from collections import deque
+from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Receive
+from starlette.types import Message, Receive
 
 from runner.serve.protocol import ApiError
 from runner.text import utf8
 
-__all__ = ["JSON", "disconnected", "is_json", "read_body", "require_json", "unless_disconnected"]
+__all__ = ["JSON", "disconnected", "is_json", "read_body", "replaying", "require_json", "unless_disconnected"]
 
 T = TypeVar("T")
 
@@ -121,3 +123,13 @@ async def unless_disconnected(
     if task not in done:
         return None
     return task.result()
+
+
+def replaying(messages: Iterable[Message], receive: Receive) -> Receive:
+    """``receive`` that gives ``messages`` (read from it already) first, then what it gives."""
+    pending = deque(messages)
+
+    async def replayed() -> Message:
+        return pending.popleft() if pending else await receive()
+
+    return replayed

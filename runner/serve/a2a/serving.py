@@ -29,7 +29,7 @@ from a2a.types import a2a_pb2 as pb
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from runner.serve.a2a import fast, tasks
 from runner.serve.a2a.card import agent_card
@@ -39,7 +39,7 @@ from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
-from runner.serve.http import JSON
+from runner.serve.http import JSON, replaying
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
 from runner.store.transcript import new_session_id
@@ -190,7 +190,7 @@ class A2AServing:
                 response = await fast.answer(self._by_name[name], *plain, call)
                 await response(scope, receive, send)
                 return
-            receive = _replay(body, receive)
+            receive = replaying([{"type": "http.request", "body": body, "more_body": False}], receive)
         inner = dict(scope)
         inner[_KEY], inner[_AGENT] = key, name
         inner["root_path"] = f"{scope.get('root_path', '')}/{name}"
@@ -200,20 +200,6 @@ class A2AServing:
     async def aclose(self) -> None:
         for handler in self._by_name.values():
             await handler.aclose()
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """``receive`` with the request's body, already read, given again first."""
-    given = False
-
-    async def replayed() -> Message:
-        nonlocal given
-        if given:
-            return await receive()
-        given = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replayed
 
 
 def _base_url(request: Request) -> str:

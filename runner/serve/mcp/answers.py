@@ -12,7 +12,7 @@ is never answered in JSON: the session's own tasks start inside that request and
 choice (they read it too: the 2025 message router drops what it routes to a JSON request).
 
 A JSON answer is not sent until the run ends, and the SDK reads nothing from such a request after
-its body; so the door reads the body first (bounded by the server's limit: ``read_body``) and
+its body; so the door reads the body first (bounded by the server's limit: ``read_messages``) and
 watches the connection itself while the call runs (``json_answer``): a client that hangs up still
 stops the run (``Hangup``), in both generations.
 """
@@ -32,14 +32,21 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Message, Receive
 
+from runner.serve.http import replaying
 from runner.serve.mcp.server import Hangup
 
-__all__ = ["SessionManager", "json_answer", "read_body", "wants_json", "watched"]
+__all__ = ["SessionManager", "json_answer", "read_messages", "wants_json", "watched"]
 
 #: Whether the request being handled is answered in one JSON body (set by ``json_answer``).
 _JSON: ContextVar[bool] = ContextVar("runner_mcp_json_answer", default=False)
 #: Methods whose answer is a stream, or that start a session's tasks (see the module's docstring).
 _STREAMED = frozenset({"initialize", "subscriptions/listen"})
+
+
+def _per_request_only(value: bool) -> None:
+    """The SDK's constructors set their JSON switch to False; True would fix it for all requests."""
+    if value:
+        raise ValueError("JSON answers are chosen per request (runner.serve.mcp.answers)")
 
 
 class _Transport(StreamableHTTPServerTransport):
@@ -51,8 +58,7 @@ class _Transport(StreamableHTTPServerTransport):
 
     @is_json_response_enabled.setter
     def is_json_response_enabled(self, value: bool) -> None:
-        if value:
-            raise ValueError("JSON answers are chosen per request (runner.serve.mcp.answers)")
+        _per_request_only(value)
 
 
 class SessionManager(StreamableHTTPSessionManager):
@@ -66,8 +72,7 @@ class SessionManager(StreamableHTTPSessionManager):
 
     @json_response.setter
     def json_response(self, value: bool) -> None:
-        if value:
-            raise ValueError("JSON answers are chosen per request (runner.serve.mcp.answers)")
+        _per_request_only(value)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         transport = super()._admit_session(requestor)
@@ -76,7 +81,7 @@ class SessionManager(StreamableHTTPSessionManager):
         return transport
 
 
-async def read_body(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
+async def read_messages(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
     """The messages of a request's body as received (to hand on), and the body itself; None when it
     is longer than ``limit`` or ended by something else than its last part (the SDK answers those)."""
     messages: list[Message] = []
@@ -112,10 +117,10 @@ def wants_json(request: Request, body: bytes) -> bool:
 def watched(cached: list[Message], receive: Receive, hangup: Hangup) -> Receive:
     """``receive`` for the SDK when it streams: the body read already, then the connection's own
     messages, a hang-up among them telling ``hangup``."""
-    pending = deque(cached)
+    source = replaying(cached, receive)
 
     async def next_message() -> Message:
-        message = pending.popleft() if pending else await receive()
+        message = await source()
         if message["type"] == "http.disconnect":
             hangup.fire()
         return message

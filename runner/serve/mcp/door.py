@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
 from runner.serve.http import JSON
-from runner.serve.mcp.answers import SessionManager, json_answer, read_body, wants_json, watched
+from runner.serve.mcp.answers import SessionManager, json_answer, read_messages, wants_json, watched
 from runner.serve.mcp.calls import McpCalls
 from runner.serve.mcp.changes import ToolListChanges
 from runner.serve.mcp.server import HANGUP_SCOPE, KEY_SCOPE, Hangup, build_server
@@ -66,7 +66,7 @@ class _Endpoint:
         if scope["method"] != "POST" or _declared_too_long(request, self.manager.max_request_body_size):
             await self.manager.handle_request(scope, watched([], receive, hangup), send)
             return
-        cached, body = await read_body(receive, self.manager.max_request_body_size)
+        cached, body = await read_messages(receive, self.manager.max_request_body_size)
         if body is None or not wants_json(request, body):
             await self.manager.handle_request(scope, watched(cached, receive, hangup), send)
             return
