@@ -199,3 +199,17 @@ def check_structured(tool: Any, result: Any) -> dict[str, Any]:
     jsonschema.validate(structured, tool.output_schema)
     assert json.dumps(structured)  # plain JSON data
     return structured
+
+
+def initialize_request(generation: str) -> dict[str, Any]:
+    """A 2025-generation ``initialize`` as a raw client sends it (``id`` 1)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": generation,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }

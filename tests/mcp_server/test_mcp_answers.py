@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from runner.serve.mcp.answers import SessionManager
-from tests.mcp_server.conftest import Agents, echo, tool_then_answer
+from tests.mcp_server.conftest import Agents, echo, initialize_request, tool_then_answer
 
 GENERATIONS = ("2025-11-25", "2026-07-28")
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -31,16 +31,7 @@ class RawClient:
         self.headers = {**ACCEPT, "mcp-protocol-version": generation}
         self.ids = iter(range(10, 1000))
         if generation == "2025-11-25":
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": generation,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
+            init = initialize_request(generation)
             opened = http.post(url, json=init, headers=ACCEPT)
             assert opened.headers["content-type"] == "text/event-stream"  # initialize always streams
             self.headers["mcp-session-id"] = opened.headers["mcp-session-id"]

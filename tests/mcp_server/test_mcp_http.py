@@ -23,6 +23,7 @@ from tests.mcp_server.conftest import (
     check_structured,
     echo,
     http_client,
+    initialize_request,
     tool_then_answer,
     wait_for,
 )
@@ -277,16 +278,7 @@ async def test_a_client_that_vanishes_mid_run_stops_it(
             }
             headers.update({"mcp-method": "tools/call", "mcp-name": "sleeper"})
         else:
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": generation,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
+            init = initialize_request(generation)
             opened = await http.post(served.mcp_url, json=init, headers=accept)
             headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             await http.post(
