@@ -64,53 +64,6 @@ def test_ray_gives_the_lines_the_local_backend_gives(
     assert len(read_out(tmp_path / "ray.jsonl")) == 5
 
 
-WHERE_TOOLS = '''
-import os
-
-
-def where() -> str:
-    """Where this tool module was imported from, and what the worker's environment holds."""
-    return f"file={__file__} cwd={os.getcwd()} other={os.environ.get('OTHER_SECRET_TOKEN')}"
-'''
-
-
-def test_the_agent_folder_and_its_variables_travel_with_the_job(
-    cli: Cli, serve: Any, tmp_path: Path, ray_cluster: RayCluster
-) -> None:
-    def step(body: dict[str, Any]) -> dict[str, Any]:
-        last = body["messages"][-1]
-        if last["role"] == "tool":
-            return {"content": f"{body['messages'][0]['content']} | {last['content']}"}
-        return {"tool_calls": [{"name": "where", "arguments": {}}]}
-
-    server = serve(step, repeat=True)
-    folder = tmp_path / "agent"
-    (folder / "prompts").mkdir(parents=True)
-    (folder / "prompts" / "base.yaml").write_text(
-        f"version: 1\nname: base\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n"
-        "  api_key: ${TEST_API_KEY:-sk-none}\n  retries: 0\nprompts:\n  system: 'tone=${TONE_FOR_TEST}'\n",
-        encoding="utf-8",
-    )
-    (folder / "ray_where_tools.py").write_text(WHERE_TOOLS, encoding="utf-8")
-    body = "extends: prompts/base.yaml\nname: where\ntools:\n  - python: ray_where_tools\n"
-    agent = write_agent(folder, body)
-    inputs = write_inputs(tmp_path / "in.jsonl", ["x"])
-    env = {"TONE_FOR_TEST": "dry", "OTHER_SECRET_TOKEN": "s3cr3t-not-referenced"}
-    result = cli(
-        "batch", str(agent), str(inputs), "-o", "out.jsonl", "--backend", "ray",
-        "--address", ray_cluster.address, extra_env=env,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    answer = read_out(tmp_path / "out.jsonl")[0]["answer"]
-    fields = dict(part.split("=", 1) for part in answer.split(" | ")[1].split())
-    # the module came from the job's shipped working_dir under the cluster's temp dir, not the
-    # agent's folder, and not the folder the cluster was started from
-    assert fields["file"].startswith(str(ray_cluster.temp_dir)) and "working_dir_files" in fields["file"]
-    assert not fields["file"].startswith(str(folder)) and fields["cwd"] != str(ray_cluster.cwd)
-    assert answer.startswith("tone=dry | ")  # ${TONE_FOR_TEST} of the extended file reached the workers
-    assert fields["other"] == "None"  # a variable the agent does not read stays on the driver
-
-
 def test_an_unreachable_cluster_is_a_clear_error_at_once(cli: Cli, tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -128,10 +81,15 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(cli: Cli, tmp_path: Pat
     assert not (tmp_path / "out.jsonl").exists() or read_out(tmp_path / "out.jsonl") == []
 
 
-HOLD_TOOLS = '''
+JOB_TOOLS = '''
 import os
 import time
 from pathlib import Path
+
+
+def where() -> str:
+    """Where this tool module was imported from, and what the worker's environment holds."""
+    return f"file={__file__} cwd={os.getcwd()} other={os.environ.get('OTHER_SECRET_TOKEN')}"
 
 
 def hold(path: str) -> str:
@@ -145,31 +103,40 @@ def hold(path: str) -> str:
 '''
 
 
-def test_a_worker_killed_mid_item_has_the_item_run_again_once(
+def test_the_job_carries_the_agent_folder_and_its_variables_and_a_killed_worker_reruns_its_item_once(
     cli: Cli, serve: Any, tmp_path: Path, ray_cluster: RayCluster
 ) -> None:
+    """One Ray job for two things a job must get right: what travels with it (the agent's folder,
+    its extends chain and tool module, the variables the agent reads and no others), and a worker
+    killed mid-item (its item runs again once on the restarted actor, none lost)."""
     pid_file = tmp_path / "worker.pid"
 
     def step(body: dict[str, Any]) -> dict[str, Any]:
         prompt, last = last_user(body), body["messages"][-1]
         if last["role"] == "tool":
-            return {"content": f"{prompt}: {last['content']}"}
+            return {"content": f"{body['messages'][0]['content']} | {prompt}: {last['content']}"}
         if prompt == "doomed":
             return {"tool_calls": [{"name": "hold", "arguments": {"path": str(pid_file)}}]}
+        if prompt == "where":
+            return {"tool_calls": [{"name": "where", "arguments": {}}]}
         return {"content": f"{prompt}: plain", "delay_s": 0.2}
 
     server = serve(step, repeat=True)
-    folder = tmp_path / "a"
-    agent = write_agent(
-        folder,
-        f"version: 1\nname: holder\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n"
-        "  api_key: ${TEST_API_KEY:-sk-none}\n  retries: 0\ntools:\n  - python: hold_tools\n",
+    folder = tmp_path / "agent"
+    (folder / "prompts").mkdir(parents=True)
+    (folder / "prompts" / "base.yaml").write_text(
+        f"version: 1\nname: base\nmodel:\n  id: openai/scripted\n  api_base: {server.base_url}\n"
+        "  api_key: ${TEST_API_KEY:-sk-none}\n  retries: 0\nprompts:\n  system: 'tone=${TONE_FOR_TEST}'\n",
+        encoding="utf-8",
     )
-    (folder / "hold_tools.py").write_text(HOLD_TOOLS, encoding="utf-8")
-    names = ["a", "b", "doomed", "c", "d", "e", "f", "g"]
+    (folder / "ray_job_tools.py").write_text(JOB_TOOLS, encoding="utf-8")
+    body = "extends: prompts/base.yaml\nname: where\ntools:\n  - python: ray_job_tools\n"
+    agent = write_agent(folder, body)
+    names = ["a", "b", "doomed", "where", "c", "d", "e", "f"]
     write_inputs(tmp_path / "in.jsonl", names)
+    env = {"TONE_FOR_TEST": "dry", "OTHER_SECRET_TOKEN": "s3cr3t-not-referenced"}
     proc = cli.popen("batch", str(agent), "in.jsonl", "-o", "out.jsonl", "--backend", "ray",
-                     "--address", ray_cluster.address, "--concurrency", "4")  # fmt: skip
+                     "--address", ray_cluster.address, "--concurrency", "4", extra_env=env)  # fmt: skip
     try:
         deadline = time.monotonic() + 45
         while not pid_file.exists() or not pid_file.read_text():
@@ -185,7 +152,15 @@ def test_a_worker_killed_mid_item_has_the_item_run_again_once(
     assert proc.returncode == 0, stderr
     lines = read_out(tmp_path / "out.jsonl")
     assert [line["id"] for line in lines] == list(range(1, 9))  # each item once, none lost
-    assert lines[2]["status"] == "ok" and lines[2]["answer"] == "doomed: again"
+    assert lines[2]["status"] == "ok" and lines[2]["answer"] == "tone=dry | doomed: again"
+    answer = lines[3]["answer"]
+    assert answer.startswith("tone=dry | where: ")  # the extended file's ${TONE_FOR_TEST} reached the workers
+    fields = dict(part.split("=", 1) for part in answer.removeprefix("tone=dry | where: ").split())
+    # the module came from the job's shipped working_dir under the cluster's temp dir, not the
+    # agent's folder, and not the folder the cluster was started from
+    assert fields["file"].startswith(str(ray_cluster.temp_dir)) and "working_dir_files" in fields["file"]
+    assert not fields["file"].startswith(str(folder)) and fields["cwd"] != str(ray_cluster.cwd)
+    assert fields["other"] == "None"  # a variable the agent does not read stays on the driver
 
 
 def test_ctrl_c_exits_130_and_a_rerun_resumes(
