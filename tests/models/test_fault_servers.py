@@ -18,6 +18,9 @@ from runner.models.base import Completed, Model, Request, StreamEvent, TextDelta
 from runner.models.faults import IncompleteStream
 from runner.models.resilient import ResilientModel
 
+# the module's aimock_reset is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("aimock-servers")
+
 PATHS = ("openai_compat", "litellm")
 WEATHER_TOOL = {
     "type": "function",

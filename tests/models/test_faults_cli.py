@@ -15,7 +15,8 @@ import pytest
 from runner.store.transcript import read_transcript
 from tests.cli_run.conftest import Cli, write_agent
 
-pytestmark = pytest.mark.slow
+# the module's aimock_reset is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("aimock-cli")]
 
 ANSWER = "All forty-two of them are here today"
 TOOLS = '''

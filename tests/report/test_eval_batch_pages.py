@@ -10,8 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli_run.conftest import Cli, cli, path_kind
 from tests.report.conftest import Opened, assert_not_blank, page_data
+
+# the module's browser is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("pages-eval-batch")
 
 __all__ = ["cli", "path_kind"]  # the installed `runner` in a subprocess (batch handles signals)
 

@@ -14,6 +14,9 @@ from runner.report.page import embed_json
 from tests.report import transcripts as tr
 from tests.report.conftest import Opened, assert_not_blank, page_data
 
+# the module's browser is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("pages-faults")
+
 HOSTILE = [
     "<script>window.__pwned = 'script'</script>",
     "<img src=x onerror=\"window.__pwned = 'onerror'\">",

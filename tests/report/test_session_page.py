@@ -6,9 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runner.report import session_page, write_page
 from tests.report import transcripts as tr
 from tests.report.conftest import Opened, assert_not_blank, page_data
+
+# the module's browser is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("pages-session")
 
 AGENT = """\
 version: 1

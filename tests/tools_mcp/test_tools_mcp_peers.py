@@ -18,6 +18,9 @@ from runner.tools.base import RunContext, Tool
 from runner.tools.mcp import McpLoadedSource, load_source
 from runner.tools.sources import SourceContext
 
+# the module's everything_http / everything_sse is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("mcp-everything")
+
 
 @asynccontextmanager
 async def opened(spec: ToolSourceConfig, ctx: SourceContext) -> AsyncIterator[McpLoadedSource]:

@@ -25,6 +25,9 @@ from runner.tools.sources import SourceContext
 
 from .conftest import ROOT, SPECS, MakeSource, closed_port
 
+# the module's prism is started once: all its tests on one worker (xdist loadgroup)
+pytestmark = pytest.mark.xdist_group("prism")
+
 PEERS = ROOT / "tests" / "peers"
 PRISM = PEERS / "node_modules" / ".bin" / "prism"
 SPEC = SPECS / "petstore-expanded.yaml"
