@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litellm import exceptions as litellm
 
 from runner.errors import ModelError
 from runner.models import litellm_model
@@ -23,34 +22,43 @@ from runner.testing import ScriptedServer
 REQUEST = Request(model="m", messages=[{"role": "user", "content": "hi"}], stream=False)
 
 
+def _error(kind: str, *args: str) -> Exception:
+    """litellm's exception ``kind`` made from ``args`` (litellm imported by the test that needs it,
+    not when the suite is collected: it takes seconds)."""
+    from litellm import exceptions
+
+    made: Exception = getattr(exceptions, kind)(*args)
+    return made
+
+
 @pytest.mark.parametrize(
     ("error", "status", "retryable"),
     [
-        (litellm.RateLimitError("slow down", "openai", "m"), 429, True),
-        (litellm.InternalServerError("boom", "openai", "m"), 500, True),
-        (litellm.ServiceUnavailableError("later", "openai", "m"), 503, True),
-        (litellm.BadRequestError("bad", "m", "openai"), 400, False),
-        (litellm.NotFoundError("no model", "m", "openai"), 404, False),
-        (litellm.AuthenticationError("no key", "openai", "m"), 401, False),
+        (("RateLimitError", "slow down", "openai", "m"), 429, True),
+        (("InternalServerError", "boom", "openai", "m"), 500, True),
+        (("ServiceUnavailableError", "later", "openai", "m"), 503, True),
+        (("BadRequestError", "bad", "m", "openai"), 400, False),
+        (("NotFoundError", "no model", "m", "openai"), 404, False),
+        (("AuthenticationError", "no key", "openai", "m"), 401, False),
     ],
 )
-def test_litellm_errors_map_to_model_errors(error: Exception, status: int, retryable: bool) -> None:
-    mapped = map_litellm_error(error, "openai/m")
+def test_litellm_errors_map_to_model_errors(error: tuple[str, ...], status: int, retryable: bool) -> None:
+    mapped = map_litellm_error(_error(*error), "openai/m")
     assert (mapped.status, mapped.retryable) == (status, retryable)
     assert mapped.message.startswith("openai/m: ")
 
 
 def test_connection_and_timeout_errors_are_retryable_without_a_status() -> None:
     for error in (
-        litellm.APIConnectionError("refused", "openai", "m"),
-        litellm.Timeout("slow", "m", "openai"),
+        _error("APIConnectionError", "refused", "openai", "m"),
+        _error("Timeout", "slow", "m", "openai"),
     ):
         mapped = map_litellm_error(error, "openai/m")
         assert mapped.retryable and mapped.status is None and mapped.hint
 
 
 def test_stream_refusal_maps_to_streaming_unsupported_only_when_streaming() -> None:
-    error = litellm.BadRequestError("stream is not supported for this model", "m", "openai")
+    error = _error("BadRequestError", "stream is not supported for this model", "m", "openai")
     assert isinstance(map_litellm_error(error, "m", streaming=True), StreamingUnsupported)
     assert not isinstance(map_litellm_error(error, "m"), StreamingUnsupported)
 

@@ -20,7 +20,6 @@ from typing import Any
 import openai
 import pydantic
 import pytest
-from langchain_openai import ChatOpenAI
 
 ADD_TOOLS = '''
 def add(a: int, b: int) -> int:
@@ -54,7 +53,9 @@ def helper(scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[.
     return served
 
 
-def chat(served: Any) -> ChatOpenAI:
+def chat(served: Any) -> Any:
+    from langchain_openai import ChatOpenAI  # imported by the tests that use it: ~1.5 s
+
     return ChatOpenAI(
         base_url=served.base_url, api_key="sk-none", model="helper", http_client=served.http(), max_retries=0
     )

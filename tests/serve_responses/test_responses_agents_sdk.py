@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-
 ADD_TOOLS = '''
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -35,6 +33,8 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def served(scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]) -> Any:
+    from agents import set_tracing_disabled  # openai-agents imported where used: ~1 s
+
     set_tracing_disabled(True)
     server = scripted(reply)
     agent_files.write("helper", server, "prompts:\n  system: You help.", tools=ADD_TOOLS)
@@ -43,7 +43,9 @@ def served(scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[.
     return served
 
 
-def _agent(served: Any, looked_up: list[str]) -> Agent[Any]:
+def _agent(served: Any, looked_up: list[str]) -> Any:
+    from agents import Agent, OpenAIResponsesModel, function_tool
+
     @function_tool
     def lookup(city: str) -> str:
         """The population of a city."""
@@ -56,6 +58,8 @@ def _agent(served: Any, looked_up: list[str]) -> Agent[Any]:
 
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_agents_sdk_runs_its_function_tool_through_the_server(served: Any, streamed: bool) -> None:
+    from agents import Runner
+
     looked_up: list[str] = []
     agent = _agent(served, looked_up)
     if streamed:
