@@ -295,7 +295,7 @@ class _ServerProbe:
                 if self.recording:
                     self.renders.append(time.perf_counter() - started)
 
-        ServeMetrics.scrape = timed  # type: ignore[method-assign]
+        ServeMetrics.scrape = timed  # type: ignore[method-assign, assignment]
 
     def _gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
