@@ -5,16 +5,21 @@
   rounds interleaved, the median of per-round ratios;
 - tracing off imports nothing of OpenTelemetry (checked in the same process, before the first
   round that turns it on);
-- ``GET /metrics`` while 64 streaming chat sessions run on ``runner serve`` (target: p99 under 50 ms).
+- ``GET /metrics`` while 64 streaming chat sessions run on ``runner serve`` (target: p99 under 50 ms),
+  beside ``GET /health`` on the same loop and what the server's event loop did meanwhile: how late a
+  5 ms timer fired on it, how long each render of the registry took, the garbage collector's
+  pauses, the loop thread's share of a core and the streams relayed a second.
 
 Run: ``python -m bench.telemetry [--runs N] [--only steps|metrics] [--scrapes N]``; the model's
-httpx pools compared under the same load: ``python -m bench.telemetry --pools 1,4 --runs 3``.
+httpx pools compared under the same load: ``python -m bench.telemetry --pools 1,4 --runs 3``;
+``--no-freeze`` serves without ``runner serve``'s ``gc.freeze()``, as this bench did before.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import tempfile
@@ -175,7 +180,9 @@ def _scrape_process(url: str, scrapes: int, queue: Any) -> None:
     queue.put((latencies, health))
 
 
-def metrics_under_load(sessions: int = 64, scrapes: int = 200, pools: int = 0) -> dict[str, float]:
+def metrics_under_load(
+    sessions: int = 64, scrapes: int = 200, pools: int = 0, *, freeze: bool = True
+) -> dict[str, float]:
     """``/metrics`` latency while ``sessions`` streaming chats run at once (the model, the clients
     and the scraper in processes of their own; the server here), with the model's requests spread over
     ``pools`` httpx clients (0: the default, ``runner.models.client_pools.POOLS``)."""
@@ -203,7 +210,14 @@ def metrics_under_load(sessions: int = 64, scrapes: int = 200, pools: int = 0) -
     holder = CatalogHolder([path], load_catalog([path]))
     app = create_app(holder, settings=RuntimeSettings(home=folder / "home", write_transcript=False))
     server = uvicorn.Server(server_config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    probe = _ServerProbe()
+    # ``runner serve`` keeps what is loaded before it serves out of the collector's passes
+    # (``gc.freeze()`` in cli/serve_cmd.py); so does this server, or each full pass would walk the
+    # bench's and the server's modules (~190,000 objects: 40-150 ms on this loop under the load).
+    if freeze:
+        gc.collect()
+        gc.freeze()
+    thread = threading.Thread(target=probe.run, args=(server,), daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.01)
@@ -214,14 +228,17 @@ def metrics_under_load(sessions: int = 64, scrapes: int = 200, pools: int = 0) -
     try:
         streaming.wait(30)
         time.sleep(1.0)  # every session streaming
-        streams, cpu = done.value, time.process_time()
+        streams, cpu, window = done.value, time.process_time(), time.perf_counter()
         # The scraper is a process of its own, as Prometheus is: in this one its thread would wait
         # for the server thread's GIL at every read and write, which no real scrape does.
         scraper = context.Process(target=_scrape_process, args=(url, scrapes, queue), daemon=True)
+        probe.recording = True
         scraper.start()
         latencies, health = queue.get(timeout=600)
+        probe.recording = False
         scraper.join(30)
         cpu, streams = time.process_time() - cpu, done.value - streams
+        window = time.perf_counter() - window
     finally:
         stop.set()
         load.join(30)
@@ -229,12 +246,93 @@ def metrics_under_load(sessions: int = 64, scrapes: int = 200, pools: int = 0) -
         thread.join(10)
         model.terminate()
         client_pools.POOLS = default_pools
+        probe.restore()
+        gc.unfreeze()
     p50, p99 = _percentiles(latencies)
     h50, h99 = _percentiles(health)
+    l50, l99 = _percentiles(probe.lags or [0.0])
+    r50, r99 = _percentiles(probe.renders or [0.0])
     return {
         "p50": p50, "p99": p99, "h50": h50, "h99": h99, "streams": float(done.value),
-        "cpu_per_stream": cpu / max(1, streams),
+        "cpu_per_stream": cpu / max(1, streams), "lag50": l50, "lag99": l99,
+        "render50": r50, "render99": r99, **_pauses(probe.pauses), "busy": probe.busy_share,
+        "streams_per_s": streams / max(1e-9, window),
     }  # fmt: skip
+
+
+def _pauses(pauses: list[tuple[int, float]]) -> dict[str, float]:
+    """The collector's pauses while the scraper ran: how many of each generation, the longest."""
+    figures: dict[str, float] = {}
+    for generation in (0, 1, 2):
+        times = [took for gen, took in pauses if gen == generation]
+        figures[f"gc{generation}_count"] = float(len(times))
+        figures[f"gc{generation}_max"] = max(times, default=0.0)
+    figures["gc_total"] = sum(took for _, took in pauses)
+    return figures
+
+
+class _ServerProbe:
+    """What the server's event loop does while the scraper runs: how late a 5 ms timer fires on it
+    (the delay every request waits for), and how long each ``/metrics`` render takes on it."""
+
+    def __init__(self) -> None:
+        from runner.serve.metrics import ServeMetrics
+
+        self.recording = False
+        self.lags: list[float] = []
+        self.busy_share = 0.0  # the loop thread's CPU time over the wall time while scraping
+        self.renders: list[float] = []
+        self.pauses: list[tuple[int, float]] = []  # the garbage collector's (generation, seconds)
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
+        self._scrape = original = ServeMetrics.scrape
+
+        def timed(metrics: ServeMetrics) -> bytes:
+            started = time.perf_counter()
+            try:
+                return original(metrics)
+            finally:
+                if self.recording:
+                    self.renders.append(time.perf_counter() - started)
+
+        ServeMetrics.scrape = timed  # type: ignore[method-assign, assignment]
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        elif self.recording:
+            self.pauses.append((int(info["generation"]), time.thread_time() - self._gc_started))
+
+    def restore(self) -> None:
+        from runner.serve.metrics import ServeMetrics
+
+        gc.callbacks.remove(self._gc)
+        ServeMetrics.scrape = self._scrape  # type: ignore[method-assign]
+
+    def run(self, server: Any) -> None:
+        """``server`` on uvicorn's event loop, with the lag probe beside it."""
+
+        async def serving() -> None:
+            lag = asyncio.create_task(self._lag())
+            try:
+                await server.serve()
+            finally:
+                lag.cancel()
+
+        with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+            runner.run(serving())
+
+    async def _lag(self) -> None:
+        loop = asyncio.get_running_loop()
+        first: tuple[float, float] | None = None
+        while True:
+            started = loop.time()
+            await asyncio.sleep(0.005)
+            if self.recording:
+                now, cpu = loop.time(), time.thread_time()
+                first = first or (now, cpu)
+                self.lags.append(now - started - 0.005)
+                self.busy_share = (cpu - first[1]) / max(1e-9, now - first[0])
 
 
 def print_metrics(figures: dict[str, float], sessions: int, scrapes: int, label: str = "") -> bool:
@@ -245,18 +343,30 @@ def print_metrics(figures: dict[str, float], sessions: int, scrapes: int, label:
     print(f"{'/metrics p99':<46} {figures['p99'] * 1000:8.1f} ms  {'ok' if ok else 'OVER 50 ms'}")
     h50, h99 = figures["h50"] * 1000, figures["h99"] * 1000
     print(f"{'/health p50 / p99 (the same loop, no work)':<46} {h50:8.1f} / {h99:.1f} ms")
+    for name, key, digits in (
+        ("server loop lag (a 5 ms timer late by)", "lag", 1),
+        ("/metrics render", "render", 2),
+    ):
+        low, high = figures[f"{key}50"] * 1000, figures[f"{key}99"] * 1000
+        print(f"{name + ' p50 / p99':<46} {low:8.{digits}f} / {high:.{digits}f} ms")
+    gcs = ", ".join(
+        f"{figures[f'gc{g}_count']:.0f} <= {figures[f'gc{g}_max'] * 1000:.1f} ms" for g in (0, 1, 2)
+    )
+    print(f"{'collections of gen 0, 1, 2 (CPU; total)':<46} {gcs}; {figures['gc_total'] * 1000:.0f} ms")
+    print(f"{'server loop thread on CPU':<46} {figures['busy'] * 100:8.0f} % of the time")
+    print(f"{'streams relayed a second (80 at most)':<46} {figures['streams_per_s']:8.1f}")
     cpu = figures["cpu_per_stream"] * 1000
     print(f"{'server CPU per relayed stream (43 chunks)':<46} {cpu:8.2f} ms")
     print(f"{'streams relayed':<46} {figures['streams']:8.0f}")
     return ok
 
 
-def pools_compared(rounds: int, counts: list[int], scrapes: int) -> bool:
+def pools_compared(rounds: int, counts: list[int], scrapes: int, *, freeze: bool = True) -> bool:
     """``metrics_under_load`` with each pool count in turn, ``rounds`` times; medians per count."""
     results: dict[int, list[dict[str, float]]] = {count: [] for count in counts}
     for _ in range(rounds):
         for count in counts:
-            results[count].append(metrics_under_load(scrapes=scrapes, pools=count))
+            results[count].append(metrics_under_load(scrapes=scrapes, pools=count, freeze=freeze))
     ok = True
     for count, figures in results.items():
         median = {key: statistics.median(f[key] for f in figures) for key in figures[0]}
@@ -280,15 +390,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pools", help="compare the model's httpx pool counts under load, e.g. 1,4 (rounds: --runs)"
     )
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="serve without runner serve's gc.freeze() (how this bench ran before 2026-12-03)",
+    )
     args = parser.parse_args(argv)
+    freeze = not args.no_freeze
     ok = True
     if args.only != "metrics" and not args.pools:
         ok = per_step(args.runs)
     if args.pools:
         counts = [int(part) for part in args.pools.split(",")]
-        ok = pools_compared(args.runs, counts, args.scrapes) and ok
+        ok = pools_compared(args.runs, counts, args.scrapes, freeze=freeze) and ok
     elif args.only != "steps":
-        ok = print_metrics(metrics_under_load(scrapes=args.scrapes), 64, args.scrapes) and ok
+        ok = print_metrics(metrics_under_load(scrapes=args.scrapes, freeze=freeze), 64, args.scrapes) and ok
     return 0 if ok else 1
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "completion",
     "encode",
     "stream_chunks",
+    "stream_events",
     "usage_dict",
     "wire_calls",
 ]
@@ -92,6 +93,15 @@ class ChunkWriter:
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        # A text delta's event is this chunk with the text's JSON in the middle (the bytes
+        # ``encode`` would write, in a sixth of its time: most of a stream's events are text).
+        head, _, tail = encode(self.chunk({"content": ""})).partition(b'"content":""')
+        self._text_frame = (head + b'"content":', tail)
+
+    def text_event(self, text: str) -> bytes:
+        """``encode(self.chunk({"content": text}))``, made from the frame."""
+        head, tail = self._text_frame
+        return head + utf8(json.dumps(text, ensure_ascii=False)) + tail
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         """A ``chat.completion.chunk`` with one choice."""
@@ -120,6 +130,19 @@ class ChunkWriter:
 
 async def stream_chunks(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> AsyncIterator[dict[str, Any]]:
     """The chunks of a streamed answer (without the final ``[DONE]``)."""
+    async for chunk in _chunks(pieces, writer):
+        yield writer.chunk({"content": chunk}) if isinstance(chunk, str) else chunk
+
+
+async def stream_events(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> AsyncIterator[bytes]:
+    """The server-sent events of a streamed answer, ``[DONE]`` last: ``stream_chunks`` encoded."""
+    async for chunk in _chunks(pieces, writer):
+        yield writer.text_event(chunk) if isinstance(chunk, str) else encode(chunk)
+    yield DONE
+
+
+async def _chunks(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> AsyncIterator[str | dict[str, Any]]:
+    """``stream_chunks``, with each text delta as its text (each caller makes its chunk)."""
     builder = ContentBuilder()
     yield writer.chunk({"role": "assistant", "content": ""})
     async for piece in pieces:
@@ -143,7 +166,7 @@ async def stream_chunks(pieces: AsyncIterator[Piece], writer: ChunkWriter) -> As
             return
         text = builder.content(piece)
         if text:
-            yield writer.chunk({"content": text})
+            yield text
 
 
 async def collect_completion(pieces: AsyncIterator[Piece], *, model: str) -> dict[str, Any]:
