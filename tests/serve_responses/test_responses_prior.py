@@ -69,7 +69,7 @@ FOLLOW_UPS: dict[str, list[dict[str, Any]]] = {
 
 
 def _same(got: ChatHistory, want: ChatHistory) -> None:
-    assert got.items == want.items
+    assert got.all_items() == want.all_items()
     assert (got.text, got.first_input, got.names) == (want.text, want.first_input, want.names)
 
 
