@@ -279,3 +279,60 @@ def test_a_restored_history_is_written_whole_and_valid(tmp_path: Path) -> None:
 
 def _call(call_id: str, name: str) -> dict[str, object]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _restored_records(path: Path) -> list[dict[str, object]]:
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [{k: v for k, v in r.items() if k != "time"} for r in records]
+
+
+HISTORY: list[dict[str, object]] = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "add"},
+    {"role": "assistant", "content": None, "tool_calls": [_call("c1", "add"), _call("c2", "mul")]},
+    {"role": "tool", "tool_call_id": "c1", "content": "2"},
+    {"role": "assistant", "content": "[runner] a note, not a turn"},
+    {"role": "user", "content": "[runner] stopped"},
+    {"role": "user", "content": "again"},
+    {"role": "assistant", "content": None, "tool_calls": [_call("c3", "add")]},
+]
+
+
+def test_a_part_restored_into_two_conversations_is_what_restoring_the_messages_gives(
+    tmp_path: Path,
+) -> None:
+    from runner.session.conversation import Conversation, joined, restored_part
+    from runner.store.transcript import TranscriptWriter
+
+    names = {"c1": "add"}
+    part = joined([restored_part(HISTORY[:4], names), restored_part(HISTORY[4:], names)])
+    made = []
+    for name in ("one", "two"):
+        conversation = Conversation(TranscriptWriter(tmp_path / f"{name}.jsonl"))
+        conversation.restore_parts([part], first_input="add")
+        conversation.transcript.close()  # type: ignore[union-attr]
+        made.append(conversation)
+    whole = Conversation(TranscriptWriter(tmp_path / "whole.jsonl"))
+    whole.restore([dict(m) for m in HISTORY], first_input="add", names=names, record=True)
+    whole.transcript.close()  # type: ignore[union-attr]
+    walked = Conversation()  # counted and answered message by message, as a resume does
+    walked.restore([dict(m) for m in HISTORY], first_input="add")
+    expected = _restored_records(tmp_path / "whole.jsonl")
+    assert _restored_records(tmp_path / "one.jsonl") == _restored_records(tmp_path / "two.jsonl") == expected
+    assert [r.get("content") for r in expected[-2:]] == [UNFINISHED_TEXT] * 2  # c2 and c3
+    for conversation in (*made, whole):
+        assert conversation.history == walked.history
+        assert (
+            (conversation.chars, conversation.names, conversation.turn)
+            == (
+                walked.chars,
+                walked.names,
+                walked.turn,
+            )
+            == (walked.chars, {"c1": "add", "c2": "mul", "c3": "add"}, 2)
+        )
+    made[0].history[1]["content"] = "changed by the session"
+    assert part.messages[1]["content"] == "add" and made[1].history[1]["content"] == "add"
+
+
+UNFINISHED_TEXT = "Not executed: the runner stopped before this call finished."
