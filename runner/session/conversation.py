@@ -220,12 +220,12 @@ class Conversation:
         are never changed, so it can be restored again. Calls left without a result are answered."""
         self.first_input = first_input
         if self.transcript is not None:
-            records = list(chain.from_iterable(part.records for part in parts))
+            records = chain.from_iterable(part.records for part in parts)
             if all(part.tails is not None for part in parts):
                 tails = list(chain.from_iterable(part.tails or () for part in parts))
-                self.transcript.message_lines(tails, records)
+                self.transcript.message_lines(tails, records)  # the records only if it redacts
             else:
-                self.transcript.messages(records)
+                self.transcript.messages(list(records))
         counted = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
         for part in parts:
             self.history.extend(map(dict, part.messages))

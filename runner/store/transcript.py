@@ -19,7 +19,7 @@ import json
 import os
 import secrets as _secrets
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,7 +198,7 @@ class TranscriptWriter:
         self.write_many([message_record(message, time, extra) for message, extra in messages], strict=strict)
 
     def message_lines(
-        self, tails: Sequence[str], records: Sequence[tuple[dict[str, Any], dict[str, Any]]]
+        self, tails: Sequence[str], records: Iterable[tuple[dict[str, Any], dict[str, Any]]]
     ) -> None:
         """Write message records encoded already (``message_lines.record_tails`` of ``records``,
         valid UTF-8) in one write, at one time: what ``messages(records)`` writes, without
