@@ -4,6 +4,11 @@ Everything appended goes to the transcript as it happens. The system prompt is c
 runtime's ``Prompts`` from the conversation's first input the first time a turn needs it, for a new
 conversation and a restored one alike; a conversation read back from a transcript keeps the prompt
 it recorded (a resume sends exactly what the session sent before).
+
+A history restored into many sessions (a stored response's conversation, continued again and
+again) is made ready once as a ``Restored`` (``restored_part``: its texts checked, its transcript
+records encoded but for their time, its size, tool names, turns and unanswered calls counted);
+``Conversation.restore_parts`` loads parts so made with one write and no walk of their messages.
 """
 
 from __future__ import annotations
