@@ -28,6 +28,7 @@ from typing import Any
 from runner.serve.details import ToolBlock, split_content
 from runner.serve.protocol import ApiError
 from runner.session.conversation import Restored, joined, restored_part
+from runner.session.conversation import shared as as_shared
 
 __all__ = ["ChatHistory", "SharedHistory", "parse_conversation", "too_many"]
 
@@ -132,12 +133,13 @@ class ChatHistory:
                 if other:  # the renders came for another version: the base's are these
                     self.rendered.update(known[1])
             else:
-                shared.append(restored_part(self._render(self.base.items, wrap_user), self.names))
+                made = restored_part(self._render(self.base.items, wrap_user), self.names)
+                shared.append(made if key is None else as_shared(made))
                 if key is not None:
                     self.base.keep(key, shared[0], self.rendered)
         shared.append(restored_part(self._render(rest, wrap_user), self.names))
         if self.then is not None and key is not None:
-            self.then.keep(key, joined(shared), self.rendered)
+            self.then.keep(key, as_shared(joined(shared)), self.rendered)
         return [*parts, *shared]
 
 

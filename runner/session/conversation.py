@@ -16,16 +16,18 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import chain
 from typing import Any
 
+from runner.models.base import EncodedRun
 from runner.session import context as ctxmod
 from runner.store.message_lines import record_tails
 from runner.store.transcript import TranscriptWriter
 from runner.text import valid_record
 
-__all__ = ["NOTE_PREFIX", "Conversation", "Restored", "is_note", "joined", "restored_part"]
+__all__ = ["NOTE_PREFIX", "Conversation", "Restored", "is_note", "joined", "restored_part", "shared"]
 
 #: The start of every message the runner itself adds to the history (a turn stopped early, ...).
 NOTE_PREFIX = "[runner] "
@@ -62,6 +64,14 @@ class Restored:
     pending: tuple[tuple[str, str], ...] = ()
     #: The call ids their tool results answer.
     answered: frozenset[str] = frozenset()
+    #: Restored again and again (a stored conversation's): its messages are encoded once for the
+    #: model's requests too (``wire``).
+    shared: bool = False
+
+    @cached_property
+    def wire(self) -> str:
+        """The messages as a request's JSON holds them (compact, no brackets), made on first need."""
+        return json.dumps(list(self.messages), ensure_ascii=False, separators=(",", ":"))[1:-1]
 
 
 def _encoded(records: list[Record]) -> tuple[str, ...] | None:
@@ -111,7 +121,7 @@ def joined(parts: Sequence[Restored]) -> Restored:
         return parts[0]
     answered = frozenset().union(*(part.answered for part in parts))
     tails = [part.tails for part in parts]
-    return Restored(
+    made = Restored(
         messages=tuple(chain.from_iterable(part.messages for part in parts)),
         records=tuple(chain.from_iterable(part.records for part in parts)),
         tails=None if None in tails else tuple(chain.from_iterable(each or () for each in tails)),
@@ -120,7 +130,21 @@ def joined(parts: Sequence[Restored]) -> Restored:
         turns=sum(part.turns for part in parts),
         pending=tuple(call for part in parts for call in part.pending if call[0] not in answered),
         answered=answered,
+        shared=any(part.shared for part in parts),
     )
+    if all("wire" in part.__dict__ for part in parts if len(part.messages) > _SMALL):
+        # the parts' messages encoded already: so are the joined ones (made a chain's next base)
+        made.__dict__["wire"] = ",".join(part.wire for part in parts if part.messages)
+    return made
+
+
+#: A part this short is encoded when needed rather than waited on.
+_SMALL = 16
+
+
+def shared(part: Restored) -> Restored:
+    """``part`` marked as restored again and again (``Restored.shared``)."""
+    return part if part.shared else replace(part, shared=True)
 
 
 class Conversation:
@@ -139,6 +163,8 @@ class Conversation:
         self.errors: set[str] = set()
         #: The tool name of every call id in the history.
         self.names: dict[str, str] = {}
+        #: Where a shared restored part sits in the history (its messages encoded once).
+        self._shared: tuple[int, Restored] | None = None
 
     # ----------------------------------------------------------------- records
 
@@ -233,6 +259,8 @@ class Conversation:
                 self.transcript.messages(list(records))
         counted = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
         for part in parts:
+            if part.shared and part.messages and self._shared is None:
+                self._shared = (len(self.history), part)
             self.history.extend(map(dict, part.messages))
             self.chars += part.chars
             self.names.update(part.names)
@@ -300,6 +328,15 @@ class Conversation:
         if done:
             self.chars = sum(ctxmod.message_chars(m) for m in self.history)
         return done
+
+    def encoded_run(self) -> EncodedRun | None:
+        """The shared restored part's messages encoded, where ``messages()`` has them (None: no
+        such part). Valid while they are unchanged: the model checks (``EncodedRun.holds``)."""
+        if self._shared is None:
+            return None
+        index, part = self._shared
+        start = index + (1 if self.system is not None else 0)
+        return EncodedRun(start, part.messages, part.wire)
 
     def messages(self, status: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """A request's messages: the system prompt, the history, then ``status`` (never stored)."""
