@@ -8,7 +8,9 @@ it recorded (a resume sends exactly what the session sent before).
 A history restored into many sessions (a stored response's conversation, continued again and
 again) is made ready once as a ``Restored`` (``restored_part``: its texts checked, its transcript
 records encoded but for their time, its size, tool names, turns and unanswered calls counted);
-``Conversation.restore_parts`` loads parts so made with one write and no walk of their messages.
+``Conversation.restore_parts`` loads parts so made with one write and no walk of their messages;
+a part marked ``shared`` also has its messages encoded once for the model's requests
+(``encoded_run``; the fast path splices them in while they still hold).
 """
 
 from __future__ import annotations
