@@ -72,7 +72,11 @@ class Restored:
 
     @cached_property
     def wire(self) -> str:
-        """The messages as a request's JSON holds them (compact, no brackets), made on first need."""
+        """The messages as a request's JSON holds them (compact, no brackets), made on first need:
+        a joined part's from its parts' (a chain's next base: its older part encoded already)."""
+        parts = self.__dict__.pop("_wire_from", None)
+        if parts is not None:
+            return ",".join(part.wire for part in parts if part.messages)
         return json.dumps(list(self.messages), ensure_ascii=False, separators=(",", ":"))[1:-1]
 
 
@@ -134,19 +138,17 @@ def joined(parts: Sequence[Restored]) -> Restored:
         answered=answered,
         shared=any(part.shared for part in parts),
     )
-    if all("wire" in part.__dict__ for part in parts if len(part.messages) > _SMALL):
-        # the parts' messages encoded already: so are the joined ones (made a chain's next base)
-        made.__dict__["wire"] = ",".join(part.wire for part in parts if part.messages)
+    made.__dict__["_wire_from"] = tuple(parts)  # dropped once its ``wire`` is made
     return made
-
-
-#: A part this short is encoded when needed rather than waited on.
-_SMALL = 16
 
 
 def shared(part: Restored) -> Restored:
     """``part`` marked as restored again and again (``Restored.shared``)."""
-    return part if part.shared else replace(part, shared=True)
+    if part.shared:
+        return part
+    made = replace(part, shared=True)
+    made.__dict__.update({k: v for k, v in part.__dict__.items() if k in ("wire", "_wire_from")})
+    return made
 
 
 class Conversation:

@@ -357,3 +357,13 @@ def test_a_shared_part_is_encoded_once_where_the_request_has_it() -> None:
     plain = Conversation()
     plain.restore_parts([restored_part(HISTORY[1:4], {})])
     assert plain.encoded_run() is None  # a part made for one request is not encoded ahead
+
+
+def test_a_joined_part_is_encoded_from_its_parts() -> None:
+    from runner.session.conversation import joined, restored_part
+
+    older, newer = restored_part(HISTORY[:4], {}), restored_part(HISTORY[4:], {})
+    older_wire = older.wire  # encoded by the request that restored it
+    both = joined([older, restored_part([], {}), newer])
+    assert both.wire == json.dumps(HISTORY, ensure_ascii=False, separators=(",", ":"))[1:-1]
+    assert older_wire in both.wire and "_wire_from" not in both.__dict__  # the parts let go
