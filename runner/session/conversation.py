@@ -151,6 +151,10 @@ def shared(part: Restored) -> Restored:
     return made
 
 
+#: How many messages a shared part holds before its encoded form is worth splicing in.
+_SPLICED_FROM = 16
+
+
 class Conversation:
     """One conversation: what was said, what is queued, and how many turns it ran."""
 
@@ -336,8 +340,8 @@ class Conversation:
     def encoded_run(self) -> EncodedRun | None:
         """The shared restored part's messages encoded, where ``messages()`` has them (None: no
         such part). Valid while they are unchanged: the model checks (``EncodedRun.holds``)."""
-        if self._shared is None:
-            return None
+        if self._shared is None or len(self._shared[1].messages) < _SPLICED_FROM:
+            return None  # a few messages are encoded faster than checked and spliced
         index, part = self._shared
         start = index + (1 if self.system is not None else 0)
         return EncodedRun(start, part.messages, part.wire)

@@ -342,21 +342,25 @@ def test_a_shared_part_is_encoded_once_where_the_request_has_it() -> None:
     from runner.session.conversation import Conversation, restored_part, shared
 
     lead = restored_part([{"role": "system", "content": "instructions"}], {})
-    base = shared(restored_part(HISTORY[1:4], {"c1": "add"}))
+    turns = [{"role": "user", "content": f"turn {n}"} for n in range(16)]
+    base = shared(restored_part([*HISTORY[1:4], *turns], {"c1": "add"}))
     rest = restored_part([{"role": "user", "content": "more"}], {})
     conversation = Conversation()
     conversation.restore_parts([lead, base, rest], first_input="add")
     run = conversation.encoded_run()
     assert run is not None and run.start == 1 and run.holds(conversation.messages())
-    assert json.loads(f"[{run.text}]") == conversation.messages()[1:4] == HISTORY[1:4]
+    assert json.loads(f"[{run.text}]") == conversation.messages()[1:20] == [*HISTORY[1:4], *turns]
     conversation.set_system({"role": "system", "content": "the agent's prompt"})
     run = conversation.encoded_run()
     assert run is not None and run.start == 2 and run.holds(conversation.messages({"role": "user"}))
     conversation.history[2] = {**conversation.history[2], "content": "compressed"}  # as compress does
     assert not run.holds(conversation.messages())
     plain = Conversation()
-    plain.restore_parts([restored_part(HISTORY[1:4], {})])
+    plain.restore_parts([restored_part([*HISTORY[1:4], *turns], {})])
     assert plain.encoded_run() is None  # a part made for one request is not encoded ahead
+    short = Conversation()
+    short.restore_parts([shared(restored_part(HISTORY[1:4], {}))])
+    assert short.encoded_run() is None  # a few messages: encoded with the rest
 
 
 def test_a_joined_part_is_encoded_from_its_parts() -> None:
