@@ -17,6 +17,7 @@ from runner.errors import ModelError
 
 __all__ = [
     "Completed",
+    "EncodedRun",
     "Model",
     "ReasoningDelta",
     "Reply",
@@ -114,6 +115,22 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
+class EncodedRun:
+    """Some of a request's messages encoded already: ``messages[start:start + len(originals)]``
+    as compact JSON (``ensure_ascii=False``), without the brackets, valid while those messages
+    still equal ``originals`` (a restored history sent again and again is encoded once)."""
+
+    start: int
+    originals: tuple[dict[str, Any], ...]
+    text: str
+
+    def holds(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` still hold the run's messages where it says (equal, not encoded)."""
+        end = self.start + len(self.originals)
+        return len(messages) >= end and messages[self.start : end] == list(self.originals)
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """What to send: OpenAI-format messages and tool specs, extra parameters, and whether to stream.
 
@@ -126,6 +143,9 @@ class Request:
     tools: list[dict[str, Any]] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True
+    #: Messages of it encoded already (a restored history's): a model that sends JSON may splice
+    #: them in instead of encoding them again, checked first (``EncodedRun.holds``).
+    encoded: EncodedRun | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from runner.errors import ModelError
 from runner.models.accumulate import ToolCallAccumulator, new_call_id
 from runner.models.base import (
     Completed,
+    EncodedRun,
     ReasoningDelta,
     Reply,
     Request,
@@ -51,6 +52,21 @@ _LITELLM_ONLY = frozenset({"drop_params", "num_retries", "max_retries", "caching
 _TIMEOUT_HINT = "raise model.timeout_s if the model is slow"
 #: How long an idle kept-alive connection stays in the pool (httpx's default; a seam for tests).
 KEEPALIVE_S = 5.0
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def spliced_body(body: dict[str, Any], run: EncodedRun) -> str:
+    """``json.dumps`` of ``body`` (compact, ``ensure_ascii=False``) with the messages of ``run``
+    taken from its text, not encoded again: the same JSON (``run.holds`` checked by the caller)."""
+    messages = body["messages"]
+    end = run.start + len(run.originals)
+    # the model's name comes first and is a JSON string: the key below cannot occur in it
+    head, tail = _dumps({**body, "messages": []}).split('"messages":[]', 1)
+    pieces = [_dumps(messages[: run.start])[1:-1], run.text, _dumps(messages[end:])[1:-1]]
+    return head + '"messages":[' + ",".join(p for p in pieces if p) + "]" + tail
 
 
 class OpenAICompatModel:
@@ -199,6 +215,9 @@ class OpenAICompatModel:
             body.setdefault("stream_options", {"include_usage": True})
         if telemetry.enabled():  # the chat span's context, W3C traceparent
             headers = dict(telemetry.inject({**headers}))
+        run = request.encoded
+        if run is not None and body["messages"] is request.messages and run.holds(request.messages):
+            return spliced_body(body, run).encode(), timeout, headers
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), timeout, headers
 
     def _parse_chunk(self, data: bytes) -> dict[str, Any]:

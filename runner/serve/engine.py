@@ -429,15 +429,13 @@ class ChatRun(RequestRun):
             chat = self.chat
             if more is None or more.resume is None:  # a resumed session has its history already
                 prompts, variables = session.runtime.prompts, session.variables
-                history = chat.history(
+                parts = chat.parts(
                     lambda text: prompts.user(text, variables),
                     key=session.runtime.provenance.config_sha256 or None,
                 )
                 # The transcript holds the whole conversation; the system prompt is the session's
                 # own, composed from the conversation's first input as one long session would have.
-                session.conversation.restore(
-                    history, first_input=chat.first_input, names=chat.names, record=True
-                )
+                session.conversation.restore_parts(parts, first_input=chat.first_input)
             self._opened.set()
             inputs = [chat.text] if chat.text is not None else []
             result = await session.run(inputs, continue_waiting=not inputs)

@@ -21,25 +21,50 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.serve.details import ToolBlock, split_content
 from runner.serve.protocol import ApiError
+from runner.session.conversation import Restored, joined, restored_part
+from runner.session.conversation import shared as as_shared
 
-__all__ = ["ChatHistory", "parse_conversation", "too_many"]
+__all__ = ["ChatHistory", "SharedHistory", "parse_conversation", "too_many"]
 
 UNANSWERED = "Not executed: the client sent no result for this call."
 
 _serial = itertools.count(1)
 
 
+Item = tuple[dict[str, Any], bool]
+Renders = dict[str, dict[str, Any]]
+
+
+class SharedHistory:
+    """The converted history of a stored conversation, shared by every request that continues it
+    (its messages are never changed: a session restores copies), and its restored form
+    (``Restored``: checked, encoded, counted) for the agent file's version that restored it last,
+    with the renders of its user texts: continuing it again restores it without that work."""
+
+    def __init__(self, items: tuple[Item, ...] = ()) -> None:
+        self.items = items
+        self._kept: tuple[str, Restored, Renders] | None = None
+
+    def restored(self, key: str) -> tuple[Restored, Renders] | None:
+        """Its restored form and renders for the agent file of ``key``, if made."""
+        kept = self._kept
+        return (kept[1], kept[2]) if kept is not None and kept[0] == key else None
+
+    def keep(self, key: str, restored: Restored, renders: Renders) -> None:
+        self._kept = (key, restored, renders)
+
+
 @dataclass
 class ChatHistory:
     """The history to restore (user texts still to wrap) and the input of the new turn."""
 
-    items: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
     text: str | None = None
     #: The conversation's first user text: the ``input`` its system prompt is rendered with.
     first_input: str = ""
@@ -47,27 +72,75 @@ class ChatHistory:
     names: dict[str, str] = field(default_factory=dict)
     #: User texts as the user template rendered them, by text (a stored conversation's, kept so a
     #: continuation does not render its whole history again), for the agent file of ``rendered_key``.
-    rendered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rendered: Renders = field(default_factory=dict)
     rendered_key: str | None = None
+    #: A stored conversation's history this one continues, shared with the other requests that
+    #: continue it: it comes after ``items[:base_at]`` (the request's instructions) and before
+    #: the rest of ``items``.
+    base: SharedHistory | None = None
+    base_at: int = 0
+    #: The history its answer's record will continue (``base`` then ``items[base_at:]``): given
+    #: its restored form when this one is restored, so continuing that record does not make it.
+    then: SharedHistory | None = None
 
-    def history(
-        self, wrap_user: Callable[[str], dict[str, Any]], *, key: str | None = None
-    ) -> list[dict[str, Any]]:
-        """The messages, with each plain user text passed through ``wrap_user`` (the user template);
-        ``key`` names the agent file's version: renders kept for another are not used."""
+    def all_items(self) -> list[Item]:
+        """Every item in order (the base's among them)."""
+        if self.base is None:
+            return self.items
+        return [*self.items[: self.base_at], *self.base.items, *self.items[self.base_at :]]
+
+    def _keyed(self, key: str | None) -> bool:
+        """Use the renders kept for ``key`` (else none); whether they were for another."""
         if key is None or key != self.rendered_key:
             self.rendered, self.rendered_key = {}, key
+            return True
+        return False
+
+    def _render(
+        self, items: Iterable[Item], wrap_user: Callable[[str], dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         rendered = self.rendered
         out = []
-        for message, wrap in self.items:
+        for message, wrap in items:
             if wrap:
                 text = message["content"]
                 done = rendered.get(text)
                 if done is None:
                     done = rendered[text] = wrap_user(text)
-                message = dict(done)
+                message = done
             out.append(message)
         return out
+
+    def history(
+        self, wrap_user: Callable[[str], dict[str, Any]], *, key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The messages (copies), with each plain user text passed through ``wrap_user`` (the user
+        template); ``key`` names the agent file's version: renders kept for another are not used."""
+        self._keyed(key)
+        return [dict(message) for message in self._render(self.all_items(), wrap_user)]
+
+    def parts(self, wrap_user: Callable[[str], dict[str, Any]], *, key: str | None = None) -> list[Restored]:
+        """The history as ``Conversation.restore_parts`` takes it (rendered as ``history``): the
+        base's part made once per agent file version (``key``; None: made every time)."""
+        other = self._keyed(key)
+        lead, rest = self.items[: self.base_at], self.items[self.base_at :]
+        parts = [restored_part(self._render(lead, wrap_user), self.names)] if lead else []
+        shared: list[Restored] = []
+        if self.base is not None and self.base.items:
+            known = self.base.restored(key) if key is not None else None
+            if known is not None:
+                shared.append(known[0])
+                if other:  # the renders came for another version: the base's are these
+                    self.rendered.update(known[1])
+            else:
+                made = restored_part(self._render(self.base.items, wrap_user), self.names)
+                shared.append(made if key is None else as_shared(made))
+                if key is not None:
+                    self.base.keep(key, shared[0], self.rendered)
+        shared.append(restored_part(self._render(rest, wrap_user), self.names))
+        if self.then is not None and key is not None:
+            self.then.keep(key, as_shared(joined(shared)), self.rendered)
+        return [*parts, *shared]
 
 
 def _text_of(content: Any) -> str | None:

@@ -4,20 +4,32 @@ Everything appended goes to the transcript as it happens. The system prompt is c
 runtime's ``Prompts`` from the conversation's first input the first time a turn needs it, for a new
 conversation and a restored one alike; a conversation read back from a transcript keeps the prompt
 it recorded (a resume sends exactly what the session sent before).
+
+A history restored into many sessions (a stored response's conversation, continued again and
+again) is made ready once as a ``Restored`` (``restored_part``: its texts checked, its transcript
+records encoded but for their time, its size, tool names, turns and unanswered calls counted);
+``Conversation.restore_parts`` loads parts so made with one write and no walk of their messages;
+a part marked ``shared`` also has its messages encoded once for the model's requests
+(``encoded_run``; the fast path splices them in while they still hold).
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import chain
 from typing import Any
 
+from runner.models.base import EncodedRun
 from runner.session import context as ctxmod
+from runner.store.message_lines import record_tails
 from runner.store.transcript import TranscriptWriter
 from runner.text import valid_record
 
-__all__ = ["NOTE_PREFIX", "Conversation", "is_note"]
+__all__ = ["NOTE_PREFIX", "Conversation", "Restored", "is_note", "joined", "restored_part", "shared"]
 
 #: The start of every message the runner itself adds to the history (a turn stopped early, ...).
 NOTE_PREFIX = "[runner] "
@@ -30,13 +42,117 @@ def is_note(message: dict[str, Any]) -> bool:
     return isinstance(content, str) and content.startswith(NOTE_PREFIX)
 
 
-def _all_valid(messages: list[dict[str, Any]]) -> bool:
-    """Whether every text of ``messages`` is valid already (one encoding pass, not a walk)."""
+Record = tuple[dict[str, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Restored:
+    """Messages ready to restore (every text valid), with what restoring them needs worked out
+    once: a history restored into many sessions (a stored response's conversation, continued again
+    and again) is checked, encoded and counted once, not in every session (``restored_part``)."""
+
+    messages: tuple[dict[str, Any], ...] = ()
+    #: Each message with the extra fields of its transcript record (a tool result's tool name).
+    records: tuple[Record, ...] = ()
+    #: Their transcript records encoded but for the time (``message_lines.record_tails``); None
+    #: when they cannot be cut so (then they are encoded when written).
+    tails: tuple[str, ...] | None = ()
+    chars: int = 0
+    #: The tool name of each call the messages make.
+    names: Mapping[str, str] = field(default_factory=dict)
+    #: The user inputs among them (notes not counted).
+    turns: int = 0
+    #: The calls (id, tool name) no result among them answers, in order.
+    pending: tuple[tuple[str, str], ...] = ()
+    #: The call ids their tool results answer.
+    answered: frozenset[str] = frozenset()
+    #: Restored again and again (a stored conversation's): its messages are encoded once for the
+    #: model's requests too (``wire``).
+    shared: bool = False
+
+    @cached_property
+    def wire(self) -> str:
+        """The messages as a request's JSON holds them (compact, no brackets), made on first need:
+        a joined part's from its parts' (a chain's next base: its older part encoded already)."""
+        parts = self.__dict__.pop("_wire_from", None)
+        if parts is not None:
+            return ",".join(part.wire for part in parts if part.messages)
+        return json.dumps(list(self.messages), ensure_ascii=False, separators=(",", ":"))[1:-1]
+
+
+def _encoded(records: list[Record]) -> tuple[str, ...] | None:
+    """The records' tails (``record_tails``); ``UnicodeEncodeError`` when a text holds a lone
+    surrogate (checked by encoding them, not by walking them)."""
+    tails = record_tails(records)
+    if tails is None:
+        json.dumps([m for m, _ in records], ensure_ascii=False, default=str).encode("utf-8")
+        return None
+    "".join(tails).encode("utf-8")
+    return tuple(tails)
+
+
+def restored_part(messages: Iterable[dict[str, Any]], names: Mapping[str, str]) -> Restored:
+    """``messages`` as a ``Restored`` (a text holding a lone surrogate made valid, ``runner.text``);
+    ``names``: the tool name of each call id, for the results' transcript records."""
+
+    def records(of: list[dict[str, Any]]) -> list[Record]:
+        named = ((m, names.get(m.get("tool_call_id") or "")) for m in of)
+        return [(m, {"name": name} if name else {}) for m, name in named]
+
+    history = list(messages)
+    made = records(history)
     try:
-        json.dumps(messages, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError):
-        return False
-    return True
+        tails = _encoded(made)
+    except UnicodeEncodeError:  # rare: only a history holding a lone surrogate is walked
+        history = [valid_record(message) for message in history]
+        made = records(history)
+        tails = _encoded(made)
+    answered = frozenset(m["tool_call_id"] for m in history if m.get("role") == "tool")
+    calls = [(c["id"], c["function"]["name"]) for m in history for c in m.get("tool_calls") or ()]
+    return Restored(
+        messages=tuple(history),
+        records=tuple(made),
+        tails=tails,
+        chars=sum(ctxmod.message_chars(m) for m in history),
+        names=dict(calls),
+        turns=sum(1 for m in history if m.get("role") == "user" and not is_note(m)),
+        pending=tuple(call for call in calls if call[0] not in answered),
+        answered=answered,
+    )
+
+
+def joined(parts: Sequence[Restored]) -> Restored:
+    """The ``Restored`` of the parts' messages one after the other."""
+    if len(parts) == 1:
+        return parts[0]
+    answered = frozenset().union(*(part.answered for part in parts))
+    tails = [part.tails for part in parts]
+    made = Restored(
+        messages=tuple(chain.from_iterable(part.messages for part in parts)),
+        records=tuple(chain.from_iterable(part.records for part in parts)),
+        tails=None if None in tails else tuple(chain.from_iterable(each or () for each in tails)),
+        chars=sum(part.chars for part in parts),
+        names={name: tool for part in parts for name, tool in part.names.items()},
+        turns=sum(part.turns for part in parts),
+        pending=tuple(call for part in parts for call in part.pending if call[0] not in answered),
+        answered=answered,
+        shared=any(part.shared for part in parts),
+    )
+    made.__dict__["_wire_from"] = tuple(parts)  # dropped once its ``wire`` is made
+    return made
+
+
+def shared(part: Restored) -> Restored:
+    """``part`` marked as restored again and again (``Restored.shared``)."""
+    if part.shared:
+        return part
+    made = replace(part, shared=True)
+    made.__dict__.update({k: v for k, v in part.__dict__.items() if k in ("wire", "_wire_from")})
+    return made
+
+
+#: How many messages a shared part holds before its encoded form is worth splicing in.
+_SPLICED_FROM = 16
 
 
 class Conversation:
@@ -55,6 +171,8 @@ class Conversation:
         self.errors: set[str] = set()
         #: The tool name of every call id in the history.
         self.names: dict[str, str] = {}
+        #: Where a shared restored part sits in the history (its messages encoded once).
+        self._shared: tuple[int, Restored] | None = None
 
     # ----------------------------------------------------------------- records
 
@@ -121,33 +239,45 @@ class Conversation:
                 self.set_system(system)
             else:
                 self.system = system
+        self.errors |= set(errors)
+        if record:  # counted and answered as the parts are
+            self.restore_parts([restored_part(history, names or {})], first_input=first_input)
+            self.turn = self.turn if turns is None else turns
+            return
         self.first_input = first_input
-        if record:
-            history = self._record(list(history), names or {})
         for message in history:
             self._add(message)
-        self.errors |= set(errors)
         if turns is None:
             turns = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
         self.turn = turns
         self._answer_dangling_calls()
 
-    def _record(self, history: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
-        """Write ``history`` to the transcript in one write; the history with every text valid
-        (checked by that write's encoding: only a history holding a lone surrogate is walked)."""
-
-        def records(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-            named = ((m, names.get(m.get("tool_call_id") or "")) for m in messages)
-            return [(m, {"name": name} if name else {}) for m, name in named]
-
-        if self.transcript is None:
-            return history if _all_valid(history) else [valid_record(m) for m in history]
-        try:
-            self.transcript.messages(records(history), strict=True)
-        except UnicodeEncodeError:
-            history = [valid_record(message) for message in history]
-            self.transcript.messages(records(history))
-        return history
+    def restore_parts(self, parts: Sequence[Restored], *, first_input: str | None = None) -> None:
+        """Load a history made of ``parts`` (a client's messages, made ready once: ``Restored``)
+        and write it to the transcript in one write; the system prompt is composed from
+        ``first_input`` when the next turn needs it. Each message is copied: a part's messages
+        are never changed, so it can be restored again. Calls left without a result are answered."""
+        self.first_input = first_input
+        if self.transcript is not None:
+            records = chain.from_iterable(part.records for part in parts)
+            if all(part.tails is not None for part in parts):
+                tails = list(chain.from_iterable(part.tails or () for part in parts))
+                self.transcript.message_lines(tails, records)  # the records only if it redacts
+            else:
+                self.transcript.messages(list(records))
+        counted = sum(1 for m in self.history if m.get("role") == "user" and not is_note(m))
+        for part in parts:
+            if part.shared and part.messages and self._shared is None:
+                self._shared = (len(self.history), part)
+            self.history.extend(map(dict, part.messages))
+            self.chars += part.chars
+            self.names.update(part.names)
+            counted += part.turns
+        self.turn = counted
+        answered = frozenset().union(*(part.answered for part in parts))
+        for call_id, name in (call for part in parts for call in part.pending):
+            if call_id not in answered:
+                self.append({"role": "tool", "tool_call_id": call_id, "content": UNFINISHED}, name=name)
 
     def _answer_dangling_calls(self) -> None:
         answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
@@ -206,6 +336,15 @@ class Conversation:
         if done:
             self.chars = sum(ctxmod.message_chars(m) for m in self.history)
         return done
+
+    def encoded_run(self) -> EncodedRun | None:
+        """The shared restored part's messages encoded, where ``messages()`` has them (None: no
+        such part). Valid while they are unchanged: the model checks (``EncodedRun.holds``)."""
+        if self._shared is None or len(self._shared[1].messages) < _SPLICED_FROM:
+            return None  # a few messages are encoded faster than checked and spliced
+        index, part = self._shared
+        start = index + (1 if self.system is not None else 0)
+        return EncodedRun(start, part.messages, part.wire)
 
     def messages(self, status: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """A request's messages: the system prompt, the history, then ``status`` (never stored)."""

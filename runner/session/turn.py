@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 import runner.telemetry as telemetry
@@ -418,7 +419,9 @@ class Turn:
     def _request(self) -> Request:
         session = self.session
         status = self.runtime.prompts.status(session.current_input, session.variables)
-        return session.build_request(self.conversation.messages(status))
+        request = session.build_request(self.conversation.messages(status))
+        run = self.conversation.encoded_run()  # a restored history's messages, encoded once
+        return request if run is None else replace(request, encoded=run)
 
     # ----------------------------------------------------------------- results
 

@@ -19,7 +19,7 @@ import json
 import os
 import secrets as _secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from runner.errors import RunnerError
 from runner.redact import REDACTED, Redactor
 from runner.store.disk import LineFile, storage_error
 from runner.store.json_lines import json_lines
+from runner.store.message_lines import lines_at, message_record
 from runner.text import utf8
 from runner.version import __version__
 
@@ -124,17 +125,6 @@ def git_signature(path: Path) -> tuple[int, ...]:
     return tuple(signature)
 
 
-def message_record(message: dict[str, Any], time: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """A message's transcript record: the OpenAI message fields plus time and ``extra`` (most have
-    none: then one dict display, a third of the time of the updates)."""
-    if not extra:
-        return {"type": "message", "time": time, **message}
-    record: dict[str, Any] = {"type": "message", "time": time}
-    record.update(message)
-    record.update({k: v for k, v in extra.items() if v is not None})
-    return record
-
-
 @dataclass
 class TranscriptWriter:
     """Appends records to one session's JSONL file."""
@@ -206,6 +196,25 @@ class TranscriptWriter:
         (``strict`` as ``write_many``)."""
         time = now_iso()
         self.write_many([message_record(message, time, extra) for message, extra in messages], strict=strict)
+
+    def message_lines(
+        self, tails: Sequence[str], records: Iterable[tuple[dict[str, Any], dict[str, Any]]]
+    ) -> None:
+        """Write message records encoded already (``message_lines.record_tails`` of ``records``,
+        valid UTF-8) in one write, at one time: what ``messages(records)`` writes, without
+        encoding them again."""
+        time = now_iso()
+        blob = lines_at(tails, time)
+        if not blob:
+            return
+        if self.redact.found_in(blob):  # rare: each record on its own, redacted
+            for message, extra in records:
+                self.write(message_record(message, time, extra))
+            return
+        if self._file is None:
+            self.open()
+        assert self._file is not None
+        self._file.write(blob.encode("utf-8"))
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.

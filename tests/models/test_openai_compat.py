@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
 
 from runner.errors import ModelError
-from runner.models.base import Completed, Request, TextDelta, ToolCallReady
-from runner.models.openai_compat import OpenAICompatModel
+from runner.models.base import Completed, EncodedRun, Request, TextDelta, ToolCallReady
+from runner.models.openai_compat import OpenAICompatModel, spliced_body
 from runner.testing import ScriptedServer
 
 REQUEST = Request(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -137,3 +138,59 @@ async def test_a_stream_held_open_after_done_still_ends() -> None:
         assert again[-1].reply.content == "next"  # type: ignore[union-attr]
         await model.aclose()
     assert len(set(server.peers)) == 2
+
+
+MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "sys \u2603"},
+    {"role": "user", "content": 'héllo "quoted"\n'},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "2"},
+    {"role": "user", "content": "next"},
+]
+
+
+def _run(start: int, end: int) -> EncodedRun:
+    part = tuple(dict(m) for m in MESSAGES[start:end])  # the originals: equal, not the same objects
+    return EncodedRun(start, part, json.dumps(list(part), ensure_ascii=False, separators=(",", ":"))[1:-1])
+
+
+async def _sent(request: Request) -> list[bytes]:
+    bodies: list[bytes] = []
+
+    def handler(http: httpx.Request) -> httpx.Response:
+        bodies.append(http.content)
+        message = {"role": "assistant", "content": "ok"}
+        return httpx.Response(200, json={"choices": [{"message": message, "finish_reason": "stop"}]})
+
+    model = mock_model(handler)
+    await model.complete(request)
+    await model.aclose()
+    return bodies
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 5), (1, 4), (0, 1), (4, 5), (2, 3)])
+async def test_messages_encoded_already_make_the_same_body(start: int, end: int) -> None:
+    tools = [{"type": "function", "function": {"name": "add"}}]
+    plain = Request(model="m", messages=MESSAGES, tools=tools, params={"temperature": 0.5})
+    spliced = replace(plain, encoded=_run(start, end))
+    assert spliced_body({"model": "m", "messages": MESSAGES, "x": 1}, _run(start, end)) == json.dumps(
+        {"model": "m", "messages": MESSAGES, "x": 1}, ensure_ascii=False, separators=(",", ":")
+    )
+    assert await _sent(spliced) == await _sent(plain)
+
+
+async def test_messages_changed_since_they_were_encoded_are_encoded_again() -> None:
+    run = _run(1, 4)
+    changed = [*MESSAGES[:2], {"role": "assistant", "content": "compressed"}, *MESSAGES[3:]]
+    assert not run.holds(changed) and not run.holds(MESSAGES[:3]) and run.holds(MESSAGES)
+    (body,) = await _sent(Request(model="m", messages=changed, encoded=run))
+    assert json.loads(body)["messages"] == changed
+    override = {"extra_body": {"messages": [{"role": "user", "content": "mine"}]}}
+    (body,) = await _sent(Request(model="m", messages=MESSAGES, params=override, encoded=run))
+    assert json.loads(body)["messages"] == [{"role": "user", "content": "mine"}]

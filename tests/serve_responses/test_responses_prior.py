@@ -17,6 +17,8 @@ from runner.serve.history import ChatHistory, parse_conversation
 from runner.serve.protocol import ApiError
 from runner.serve.responses.prior import EMPTY, continue_conversation, prepared
 from runner.serve.responses.store import RecentResponses, StoredResponse
+from runner.session.conversation import Conversation
+from runner.store.transcript import find_transcript
 
 
 def echo(body: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +71,7 @@ FOLLOW_UPS: dict[str, list[dict[str, Any]]] = {
 
 
 def _same(got: ChatHistory, want: ChatHistory) -> None:
-    assert got.items == want.items
+    assert got.all_items() == want.all_items()
     assert (got.text, got.first_input, got.names) == (want.text, want.first_input, want.names)
 
 
@@ -99,16 +101,61 @@ def test_a_prepared_conversation_continues_as_the_whole_one_converted(
     assert going.next.items == prepared(_stored(record)).items
 
 
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": f"U: {text}"}
+
+
 def test_the_prepared_history_is_made_once_and_never_handed_out() -> None:
     stored = _stored(CONVERSATIONS["a client tool answered, then a turn"])
     base = prepared(stored)
     assert prepared(stored) is base and stored.derived["prepared"] is base
     assert base.issued == {"call_c1", "call_c2", "call_c3"}
     going = continue_conversation(base, stored.messages, FOLLOW_UPS["a user text"])
-    for message, _ in going.history.items:
+    session = Conversation()
+    session.restore_parts(going.history.parts(_user, key="v1"))
+    for message in session.history:
         message["content"] = "changed by the session"
     fresh = continue_conversation(base, stored.messages, FOLLOW_UPS["a user text"])
-    assert "changed by the session" not in [m["content"] for m, _ in fresh.history.items]
+    contents = [m.get("content") for m in fresh.history.history(_user, key="v1")]
+    assert "changed by the session" not in contents and "U: add" in contents
+
+
+def test_the_restored_form_is_kept_for_one_version_of_the_agent_file() -> None:
+    stored = _stored(CONVERSATIONS["plain turns"])
+    base, new = prepared(stored), FOLLOW_UPS["a user text"]
+    wrapped: list[str] = []
+
+    def wrap(mark: str) -> Callable[[str], dict[str, Any]]:
+        def user(text: str) -> dict[str, Any]:
+            wrapped.append(text)
+            return {"role": "user", "content": f"{mark}: {text}"}
+
+        return user
+
+    def contents(key: str | None, mark: str) -> list[Any]:
+        session = Conversation()
+        going = continue_conversation(base, stored.messages, new)
+        session.restore_parts(going.history.parts(wrap(mark), key=key), first_input="one")
+        return [m["content"] for m in session.history]
+
+    assert contents("v1", "U") == ["U: one", "a1", "U: two", "a2"]
+    assert wrapped == ["one", "two"]  # the base ("one", "a1") then the rest ("two", "a2")
+    assert contents("v1", "U") == ["U: one", "a1", "U: two", "a2"] and wrapped == ["one", "two"]
+    assert contents("v2", "V") == ["V: one", "a1", "V: two", "a2"], "another version renders again"
+    assert contents(None, "W") == ["W: one", "a1", "W: two", "a2"], "no version: nothing kept"
+    assert contents("v1", "X") == ["X: one", "a1", "X: two", "a2"], "only the last version is kept"
+
+
+def test_the_next_records_base_is_restored_with_the_request() -> None:
+    stored = _stored(CONVERSATIONS["plain turns"])
+    going = continue_conversation(prepared(stored), stored.messages, FOLLOW_UPS["a user text"])
+    assert going.next is not None and going.next.shared.restored("v1") is None
+    Conversation().restore_parts(going.history.parts(_user, key="v1"))
+    kept = going.next.shared.restored("v1")
+    assert kept is not None
+    assert [m["content"] for m in kept[0].messages] == ["U: one", "a1", "U: two", "a2"]
+    unkept = continue_conversation(prepared(stored), stored.messages, FOLLOW_UPS["a user text"], keep=False)
+    assert unkept.next is None and unkept.history.then is None
 
 
 def test_over_the_limit_names_the_whole_conversations_limit() -> None:
@@ -235,3 +282,52 @@ def test_a_continuation_reads_a_record_it_just_stored_from_memory(
     path.write_bytes(real(path) + b" ")  # the same record, its file changed: read again
     again = client.responses.create(model="echo", input="three", previous_response_id=first.id)
     assert again.output_text == "one | three" and first.id in read
+
+
+def _lookup_or_echo(body: dict[str, Any]) -> dict[str, Any]:
+    last = body["messages"][-1]
+    if last["role"] == "user" and last["content"] == "U: call":
+        return {"tool_calls": [{"id": "call_look1", "name": "lookup", "arguments": '{"q": "x"}'}]}
+    return echo(body)
+
+
+LOOKUP = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+
+
+def test_a_continuation_restored_from_the_kept_form_is_what_a_fresh_one_restores(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], home: Path
+) -> None:
+    server = scripted(_lookup_or_echo, repeat=True)
+    agent_files.write("wrap", server, 'prompts:\n  user: "U: {{ input }}"')
+    before = serve_app([agent_files.root])
+    client = before.openai()
+    called = client.responses.create(model="wrap", input="call", tools=[LOOKUP])
+    assert called.output[-1].type == "function_call"
+    answer = [{"type": "function_call_output", "call_id": "call_look1", "output": "found"}]
+    answered = client.responses.create(
+        model="wrap", input=answer, previous_response_id=called.id, tools=[LOOKUP]
+    )
+    last = client.responses.create(model="wrap", input="two", previous_response_id=answered.id)
+    assert last.output_text == "U: call | U: two"
+
+    def transcript(response: Any) -> list[dict[str, Any]]:
+        session_id = response.model_extra["runner"]["session_id"]
+        lines = find_transcript(home, session_id).read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines[1:]]  # the header names the session
+        timed = ("time", "duration_s", "first_token_s")  # the new answer's own timing
+        return [{k: v for k, v in r.items() if k not in timed} for r in records]
+
+    kept = [  # the first continuation of ``last`` restores what its own request kept, the second too
+        client.responses.create(model="wrap", input="x", previous_response_id=last.id, store=False)
+        for _ in range(2)
+    ]
+    sent = server.requests[-2:]
+    before.stop()
+    after = serve_app([agent_files.root]).openai()  # nothing in memory: made from the record
+    fresh = after.responses.create(model="wrap", input="x", previous_response_id=last.id, store=False)
+    assert [r.output_text for r in (*kept, fresh)] == ["U: call | U: two | U: x"] * 3
+    assert sent[0]["messages"] == sent[1]["messages"] == server.requests[-1]["messages"]
+    records = [transcript(response) for response in (*kept, fresh)]
+    assert records[0] == records[1] == records[2]
+    roles = [(r.get("role"), r.get("name")) for r in records[0] if r["type"] == "message"]
+    assert ("tool", "lookup") in roles and roles.count(("user", None)) == 3

@@ -279,3 +279,95 @@ def test_a_restored_history_is_written_whole_and_valid(tmp_path: Path) -> None:
 
 def _call(call_id: str, name: str) -> dict[str, object]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _restored_records(path: Path) -> list[dict[str, object]]:
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [{k: v for k, v in r.items() if k != "time"} for r in records]
+
+
+HISTORY: list[dict[str, object]] = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "add"},
+    {"role": "assistant", "content": None, "tool_calls": [_call("c1", "add"), _call("c2", "mul")]},
+    {"role": "tool", "tool_call_id": "c1", "content": "2"},
+    {"role": "assistant", "content": "[runner] a note, not a turn"},
+    {"role": "user", "content": "[runner] stopped"},
+    {"role": "user", "content": "again"},
+    {"role": "assistant", "content": None, "tool_calls": [_call("c3", "add")]},
+]
+
+
+def test_a_part_restored_into_two_conversations_is_what_restoring_the_messages_gives(
+    tmp_path: Path,
+) -> None:
+    from runner.session.conversation import Conversation, joined, restored_part
+    from runner.store.transcript import TranscriptWriter
+
+    names = {"c1": "add"}
+    part = joined([restored_part(HISTORY[:4], names), restored_part(HISTORY[4:], names)])
+    made = []
+    for name in ("one", "two"):
+        conversation = Conversation(TranscriptWriter(tmp_path / f"{name}.jsonl"))
+        conversation.restore_parts([part], first_input="add")
+        conversation.transcript.close()  # type: ignore[union-attr]
+        made.append(conversation)
+    whole = Conversation(TranscriptWriter(tmp_path / "whole.jsonl"))
+    whole.restore([dict(m) for m in HISTORY], first_input="add", names=names, record=True)
+    whole.transcript.close()  # type: ignore[union-attr]
+    walked = Conversation()  # counted and answered message by message, as a resume does
+    walked.restore([dict(m) for m in HISTORY], first_input="add")
+    expected = _restored_records(tmp_path / "whole.jsonl")
+    assert _restored_records(tmp_path / "one.jsonl") == _restored_records(tmp_path / "two.jsonl") == expected
+    assert [r.get("content") for r in expected[-2:]] == [UNFINISHED_TEXT] * 2  # c2 and c3
+    for conversation in (*made, whole):
+        assert conversation.history == walked.history
+        assert (
+            (conversation.chars, conversation.names, conversation.turn)
+            == (
+                walked.chars,
+                walked.names,
+                walked.turn,
+            )
+            == (walked.chars, {"c1": "add", "c2": "mul", "c3": "add"}, 2)
+        )
+    made[0].history[1]["content"] = "changed by the session"
+    assert part.messages[1]["content"] == "add" and made[1].history[1]["content"] == "add"
+
+
+UNFINISHED_TEXT = "Not executed: the runner stopped before this call finished."
+
+
+def test_a_shared_part_is_encoded_once_where_the_request_has_it() -> None:
+    from runner.session.conversation import Conversation, restored_part, shared
+
+    lead = restored_part([{"role": "system", "content": "instructions"}], {})
+    turns = [{"role": "user", "content": f"turn {n}"} for n in range(16)]
+    base = shared(restored_part([*HISTORY[1:4], *turns], {"c1": "add"}))
+    rest = restored_part([{"role": "user", "content": "more"}], {})
+    conversation = Conversation()
+    conversation.restore_parts([lead, base, rest], first_input="add")
+    run = conversation.encoded_run()
+    assert run is not None and run.start == 1 and run.holds(conversation.messages())
+    assert json.loads(f"[{run.text}]") == conversation.messages()[1:20] == [*HISTORY[1:4], *turns]
+    conversation.set_system({"role": "system", "content": "the agent's prompt"})
+    run = conversation.encoded_run()
+    assert run is not None and run.start == 2 and run.holds(conversation.messages({"role": "user"}))
+    conversation.history[2] = {**conversation.history[2], "content": "compressed"}  # as compress does
+    assert not run.holds(conversation.messages())
+    plain = Conversation()
+    plain.restore_parts([restored_part([*HISTORY[1:4], *turns], {})])
+    assert plain.encoded_run() is None  # a part made for one request is not encoded ahead
+    short = Conversation()
+    short.restore_parts([shared(restored_part(HISTORY[1:4], {}))])
+    assert short.encoded_run() is None  # a few messages: encoded with the rest
+
+
+def test_a_joined_part_is_encoded_from_its_parts() -> None:
+    from runner.session.conversation import joined, restored_part
+
+    older, newer = restored_part(HISTORY[:4], {}), restored_part(HISTORY[4:], {})
+    older_wire = older.wire  # encoded by the request that restored it
+    both = joined([older, restored_part([], {}), newer])
+    assert both.wire == json.dumps(HISTORY, ensure_ascii=False, separators=(",", ":"))[1:-1]
+    assert older_wire in both.wire and "_wire_from" not in both.__dict__  # the parts let go

@@ -151,6 +151,7 @@ class ResponsesDoor:
                 parsed.messages,
                 instructions=parsed.instructions,
                 max_messages=state.max_messages,
+                keep=parsed.store,
             )
         except ApiError as error:
             raise ApiError(error.status, error.message, param="input", code=error.code) from None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.serve.history import ChatHistory, parse_conversation, too_many
+from runner.serve.history import ChatHistory, SharedHistory, parse_conversation, too_many
 from runner.serve.protocol import ApiError, parse_chat_request
 from runner.serve.responses.store import StoredResponse
 
@@ -29,10 +29,10 @@ Item = tuple[dict[str, Any], bool]
 
 @dataclass(frozen=True)
 class Prepared:
-    """The converted history of a conversation's messages before ``split`` (never handed to a
-    session: each request gets copies), with what converting it found."""
+    """The converted history of a conversation's messages before ``split`` (shared by the requests
+    that continue it, never changed: a session restores copies), with what converting it found."""
 
-    items: tuple[Item, ...] = ()
+    shared: SharedHistory = field(default_factory=SharedHistory)
     #: How many of the conversation's messages ``items`` stand for.
     split: int = 0
     names: dict[str, str] = field(default_factory=dict)
@@ -40,6 +40,10 @@ class Prepared:
     first_input: str = ""
     #: Every call id the whole conversation holds (a ``function_call_output`` must answer one).
     issued: frozenset[str] = frozenset()
+
+    @property
+    def items(self) -> tuple[Item, ...]:
+        return self.shared.items
 
 
 EMPTY = Prepared()
@@ -73,7 +77,7 @@ def prepared(stored: StoredResponse) -> Prepared:
     else:
         head = parse_conversation(messages[: split + 1])  # the user text at ``split`` is its input
         made = Prepared(
-            items=tuple(head.items),
+            shared=SharedHistory(tuple(head.items)),
             split=split,
             names=head.names,
             first_input=head.first_input,
@@ -89,7 +93,8 @@ class Continuing:
 
     history: ChatHistory
     #: The ``Prepared`` of the conversation this request's answer ends (None: its input ended with
-    #: tool results, so the split is not known yet; the record is prepared on first need then).
+    #: tool results, so the split is not known yet, or its answer is not stored; the record is
+    #: prepared on first need then).
     next: Prepared | None
 
 
@@ -100,9 +105,11 @@ def continue_conversation(
     *,
     instructions: str | None = None,
     max_messages: int | None = None,
+    keep: bool = True,
 ) -> Continuing:
-    """The history of ``stored`` (prepared as ``base``) followed by ``new``, as
-    ``parse_conversation`` gives it for ``[instructions, *stored, *new]`` (``ApiError`` as it)."""
+    """The history of ``stored`` (prepared as ``base``, shared) followed by ``new``, as
+    ``parse_conversation`` gives it for ``[instructions, *stored, *new]`` (``ApiError`` as it);
+    ``keep``: its answer will be stored (so ``next`` is worth preparing)."""
     lead: list[Item] = [({"role": "system", "content": instructions}, False)] if instructions else []
     fixed = len(lead) + len(base.items)
     try:
@@ -115,19 +122,22 @@ def continue_conversation(
         raise
     names = {**base.names, **rest.names}
     first = base.first_input or rest.first_input
-    history = ChatHistory(
-        items=[*lead, *((dict(m), w) for m, w in base.items), *((dict(m), w) for m, w in rest.items)],
-        text=rest.text,
-        names=names,
-        first_input=first,
-    )
     following = None
-    if rest.text is not None:  # it ended with a user text: the next split is that message
+    if rest.text is not None and keep:  # it ended with a user text: the next split is that message
         following = Prepared(
-            items=(*base.items, *rest.items),
+            shared=SharedHistory((*base.items, *rest.items)),
             split=len(stored) + len(new) - 1,
             names=names,
             first_input=first,
             issued=base.issued | _calls(new),
         )
+    history = ChatHistory(
+        items=[*lead, *rest.items],
+        text=rest.text,
+        names=names,
+        first_input=first,
+        base=base.shared if base.items else None,
+        base_at=len(lead),
+        then=following.shared if following is not None else None,
+    )
     return Continuing(history, following)
