@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from typing import Any
 
@@ -442,3 +443,39 @@ async def test_a_task_waiting_for_input_can_be_canceled(agents, scripted, serve)
     assert got.status.state == pb.TaskState.TASK_STATE_CANCELED
     assert len(server.requests) == 1  # the tool never ran, the model was not asked again
     await client.close()
+
+
+@pytest.mark.parametrize("path", ["", "/", "/v0.3", "/rest/message:send", "/v0.3/rest/message:send"])
+async def test_a_body_over_the_servers_limit_is_413_on_every_binding_and_runs_nothing(
+    agents, scripted, serve, path: str
+) -> None:
+    """The door reads the body within ``RUNNER_SERVE_MAX_BODY_BYTES`` before the SDK does (the
+    SDK reads a body whole, however large)."""
+    server = scripted([{"content": "never"}])
+    served = serve([agents.write("memo", server)], max_body_bytes=2_000)
+    text = "x" * 5_000
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]}}}  # fmt: skip
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(served.agent_url("memo") + path, json=body, headers={"A2A-Version": "1.0"})
+    assert answer.status_code == 413, answer.text
+    assert "larger than 2000 bytes" in answer.json()["error"]["message"]
+    assert server.requests == []
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_408_and_closed(agents, scripted, serve) -> None:
+    server = scripted([{"content": "never"}])
+    served = serve([agents.write("memo", server)], body_timeout_s=0.3)
+    host, port = served.url.removeprefix("http://").rsplit(":", 1)
+    head = (
+        b"POST /a2a/memo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100000\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(head + b'{"jsonrpc": "2.0", "id": 1, ')  # and nothing more
+        response = b""
+        while chunk := sock.recv(65536):
+            response += chunk
+    assert response.split(b" ", 2)[1] == b"408", response[:300]
+    assert b"did not arrive within 0.3 s" in response
+    assert server.requests == []

@@ -39,7 +39,7 @@ from runner.serve.a2a.tasks import BoundedTaskStore, Owner
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import Conversations, idle_seconds, owner_tag
 from runner.serve.door_spec import Door
-from runner.serve.http import JSON, replaying
+from runner.serve.http import JSON, read_body, replaying
 from runner.serve.protocol import ApiError
 from runner.serve.state import ServeState
 from runner.store.transcript import new_session_id
@@ -181,9 +181,11 @@ class A2AServing:
         if self.served(name) is None:
             served = ", ".join(sorted(self.state.catalog.current.names())) or "none"
             raise ApiError(404, f"no agent or workflow '{name[:80]}' is served (served: {served})")
-        if not rest and scope["method"] == "POST":  # JSON-RPC 1.0: a plain SendMessage is ours
-            body = await request.body()
-            plain = fast.plain_send(body, request.headers.get("a2a-version"))
+        if scope["method"] in _WITH_BODY:  # read here, within the server's limits (413, 408)
+            body = await read_body(request, self.state.max_body_bytes, self.state.body_timeout_s)
+            plain = None
+            if not rest and scope["method"] == "POST":  # JSON-RPC 1.0: a plain SendMessage is ours
+                plain = fast.plain_send(body, request.headers.get("a2a-version"))
             if plain is not None:
                 self.app(name)  # the handler, made on the first request
                 call = _call_context(name, key, request)
@@ -200,6 +202,11 @@ class A2AServing:
     async def aclose(self) -> None:
         for handler in self._by_name.values():
             await handler.aclose()
+
+
+#: The methods whose body the door reads before the SDK does, so that the SDK (which reads a
+#: body whole, however large) gets only one within ``RUNNER_SERVE_MAX_BODY_BYTES``.
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
 
 def _base_url(request: Request) -> str:
