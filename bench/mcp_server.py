@@ -19,8 +19,9 @@ Batches of sequential calls take turns, in alternating order; reported: the medi
 of each and its ratio to the floor (medians of per-round ratios). For HTTP, the CPU time the
 ``runner serve`` process spent per call of each way is reported too (all its threads, from
 ``/proc/PID/task/*/schedstat``, Linux): the server's own cost, which a loaded machine disturbs far
-less than wall time, and which leaves out the clients (the official ``mcp`` client does more per
-call than a bare httpx POST).
+less than wall time, and which leaves out the clients; and the CPU time the caller (this process)
+spent per call: what the official ``mcp`` client does more than a bare httpx POST, which the wall
+times of the two rows of the 2026 generation also hold.
 
 Run: ``python -m bench.mcp_server [--runs N] [--calls N]``.
 """
@@ -114,32 +115,44 @@ def process_cpu(pid: int) -> float:
 
 
 async def batches(
-    calls: dict[str, Call], *, runs: int, each: int, cpu: dict[str, float] | None = None, pid: int = 0
+    calls: dict[str, Call],
+    *,
+    runs: int,
+    each: int,
+    cpu: dict[str, float] | None = None,
+    pid: int = 0,
+    caller: dict[str, float] | None = None,
 ) -> dict[str, list[float]]:
     """Per-call seconds of each way, ``runs`` rounds of ``each`` sequential calls, order alternating;
-    with ``cpu``, the CPU seconds process ``pid`` spent per call of each way are left in it."""
+    with ``cpu``, the CPU seconds process ``pid`` spent per call of each way are left in it; with
+    ``caller``, those this process (the client) spent."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():  # warm-up: runtimes built, connections open
         for _ in range(3):
             await call()
     names = list(calls)
     spent = dict.fromkeys(calls, 0.0)
+    own = dict.fromkeys(calls, 0.0)
     for round_number in range(runs):
         for name in names if round_number % 2 == 0 else reversed(names):
             before = process_cpu(pid) if cpu is not None else 0.0
+            mine = time.process_time()
             start = time.perf_counter()
             for _ in range(each):
                 await calls[name]()
             samples[name].append((time.perf_counter() - start) / each)
+            own[name] += time.process_time() - mine
             if cpu is not None:
                 spent[name] += process_cpu(pid) - before
     if cpu is not None:
         cpu.update({name: value / (runs * each) for name, value in spent.items()})
+    if caller is not None:
+        caller.update({name: value / (runs * each) for name, value in own.items()})
     return samples
 
 
 async def http_bench(
-    url: str, *, runs: int, each: int, cpu: dict[str, float], pid: int
+    url: str, *, runs: int, each: int, cpu: dict[str, float], pid: int, caller: dict[str, float]
 ) -> dict[str, list[float]]:
     import httpx2
     from mcp import Client
@@ -183,6 +196,7 @@ async def http_bench(
             each=each,
             cpu=cpu,
             pid=pid,
+            caller=caller,
         )
 
 
@@ -257,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         env.update(RUNNER_HOME=str(Path(workdir) / "home"), SCRIPTED_API_KEY="sk-test", PYTHONPATH=str(ROOT))
         serve, url = start_serve(folder, env)
         cpu: dict[str, float] = {}
+        caller: dict[str, float] = {}
         try:
-            http = asyncio.run(http_bench(url, runs=options.runs, each=options.calls, cpu=cpu, pid=serve.pid))
+            http = asyncio.run(
+                http_bench(url, runs=options.runs, each=options.calls, cpu=cpu, pid=serve.pid, caller=caller)
+            )
         finally:
             serve.terminate()
             serve.wait(timeout=15)
@@ -282,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     print("runner serve's CPU time per call (all threads):")
     for name, seconds in cpu.items():
         print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / cpu['chat completion']:.2f}x")
+    print("the caller's CPU time per call (this process: httpx, or the official mcp client):")
+    for name, seconds in caller.items():
+        print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / caller['chat completion']:.2f}x")
     pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
     medians = {name: statistics.median(values) for name, values in pair.items()}
     ok = (
