@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -75,9 +76,14 @@ def start_scripted() -> tuple[subprocess.Popen[str], str]:
 
 
 def start_serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """``runner serve FOLDER --port 0``; the process and its URL (read from its banner)."""
+    """``runner serve FOLDER --port 0``; the process and its URL (read from its banner). Its stderr
+    is read in a thread from then on: a pipe nobody reads fills after ~780 access lines (64 KiB),
+    and the server then blocks on its next line, so the call that causes it never gets an answer."""
     command = [sys.executable, "-m", "runner", "serve", str(folder), "--port", "0"]
     process, url = launch_serve(command, env, cwd=ROOT)
+    stderr = process.stderr
+    assert stderr is not None
+    threading.Thread(target=stderr.read, name="runner-serve-stderr", daemon=True).start()
     return process, url.removesuffix("/v1")
 
 
@@ -159,13 +165,17 @@ async def http_bench(
     from mcp.client.streamable_http import streamable_http_client
 
     body = {"model": "oneshot", "messages": [{"role": "user", "content": QUESTION}]}
+    # The legacy client's GET stream is silent while nothing changes: a 60 s read timeout ended it
+    # (and the bench) once the rounds took longer than that.
+    timeout = httpx2.Timeout(60, read=600)
     async with (
         httpx.AsyncClient(base_url=url, timeout=60) as http,
         Client(
-            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=60)), mode="legacy"
+            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=timeout)),
+            mode="legacy",
         ) as old,
         Client(
-            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=60)),
+            streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=timeout)),
             mode="2026-07-28",
         ) as new,
     ):
