@@ -84,7 +84,7 @@ class Conversations:
         self._log = home / "serve" / "owners.jsonl"
         self._owners: dict[str, object] = {}  # session id -> owner tag, as far as the log was read
         self._read_to = 0  # the log's bytes taken in (whole lines)
-        self._reading = threading.Lock()  # the MCP door claims from a worker thread
+        self._reading = threading.Lock()  # one reader at a time, whichever thread a door reads from
 
     def _owner_file(self, session_id: str) -> Path:
         """Where the earlier layout kept one conversation's owner (still read, no longer written)."""

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from runner.serve.mcp.answers import SessionManager
-from tests.mcp_server.conftest import Agents, echo, initialize_request, tool_then_answer
+from tests.mcp_server.conftest import Agents, echo, initialize_request, tool_then_answer, wait_for
 
 GENERATIONS = ("2025-11-25", "2026-07-28")
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -146,3 +146,22 @@ def test_a_2026_call_with_an_mcp_param_header_is_answered(raw: Any) -> None:
     client = raw("2026-07-28")
     answer = client.call("helper", "hello", **{"mcp-param-message": "other"})
     assert answer.json()["result"]["content"][0]["text"] == "heard: hello"
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_a_conversation_that_cannot_be_claimed_stops_its_run(
+    agents: Agents, scripted_server: Callable[..., Any], serve: Callable[..., Any], home: Any, generation: str
+) -> None:
+    """The owners' log is appended to on the event loop as the run starts: when it cannot be, the
+    call is an error result (the server's path not in it) and the run is stopped."""
+    agents.write("helper", scripted_server(echo, repeat=True))
+    reported: list[str] = []
+    served = serve([agents.root], report=reported.append)
+    (home / "serve" / "owners.jsonl").mkdir(parents=True)  # not a file: every append fails
+    with httpx.Client(timeout=30) as http:
+        answer = RawClient(http, served.mcp_url, generation).call("helper", "hello")
+    result = answer.json()["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "helper could not start: the server cannot record conversations"
+    assert any("owners.jsonl" in line for line in reported), reported
+    wait_for(lambda: served.runs() == 0, what="the run stopped")

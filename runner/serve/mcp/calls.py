@@ -7,7 +7,8 @@ model step, tool call and workflow step, and turns the run's end into a ``CallAn
 
 - ``ok`` / ``stopped``: the answer's text, and ``{response, session_id}`` as structured content;
 - a limit, a failed run, bad arguments, an unknown or foreign ``session_id``: ``is_error`` with a
-  text that says why (never a protocol error: a model reads it and can correct itself);
+  text that says why (never a protocol error: a model reads it and can correct itself); so is a
+  conversation the server cannot record (its owners' log unwritable: the run is stopped);
 - the caller's cancellation (``notifications/cancelled``, a closed stream, a vanished client):
   the run is cancelled, its tools are released, and the cancellation goes on up.
 
@@ -16,9 +17,7 @@ An unknown tool is the one protocol error (``UnknownTool``): the server answers 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from runner.errors import StorageError
 from runner.serve.catalog import ServedAgent, ServedWorkflow
 from runner.serve.conversations import ConversationNotFound, Conversations
 from runner.serve.dispatch import open_request_run
@@ -144,21 +144,14 @@ class McpCalls:
         except ApiError as exc:
             return _refused(f"{shape.name} could not start: {exc.message}")
         state.track(run)
-        claiming = None
-        if run.session_id is not None and resume is None and shape.continues:
-            # A file written while the model answers (off the event loop), done before the answer.
-            claim = functools.partial(self.conversations.claim, run.session_id, key, door="mcp")
-            claiming = asyncio.ensure_future(anyio.to_thread.run_sync(claim))
-        try:
-            async with _finished(run):
-                answer = await self._collect(shape, run, progress)
-        finally:
-            if claiming is not None:
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait([claiming])  # its error (a full disk) goes up
-        if claiming is not None:
-            claiming.result()
-        return answer
+        async with _finished(run):
+            if run.session_id is not None and resume is None and shape.continues:
+                try:  # one line appended to the owners' log: microseconds, less than a thread hop
+                    self.conversations.claim(run.session_id, key, door="mcp")
+                except StorageError as exc:  # the run stops (``_finished``); the server's log says why
+                    state.report(f"mcp: {shape.name}: {exc.message}")
+                    return _refused(f"{shape.name} could not start: the server cannot record conversations")
+            return await self._collect(shape, run, progress)
 
     async def _collect(self, shape: ToolShape, run: RequestRun, progress: Progress) -> CallAnswer:
         texts: list[str] = []
