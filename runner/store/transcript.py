@@ -19,7 +19,7 @@ import json
 import os
 import secrets as _secrets
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,9 +169,13 @@ class TranscriptWriter:
         if not records:
             return
         blob = "\n".join(json_lines(records)) + "\n"
-        data = blob.encode("utf-8") if strict else utf8(blob)
-        if self.redact.found_in(blob):  # rare: each record on its own, redacted
-            for record in records:
+        self._append(blob, blob.encode("utf-8") if strict else utf8(blob), lambda: records)
+
+    def _append(self, blob: str, data: bytes, records: Callable[[], Iterable[dict[str, Any]]]) -> None:
+        """Append ``data`` (``blob`` encoded) in one write; when ``blob`` holds a secret, each of
+        ``records()`` on its own instead, redacted (rare)."""
+        if self.redact.found_in(blob):
+            for record in records():
                 self.write(record)
             return
         if self._file is None:
@@ -207,14 +211,11 @@ class TranscriptWriter:
         blob = lines_at(tails, time)
         if not blob:
             return
-        if self.redact.found_in(blob):  # rare: each record on its own, redacted
-            for message, extra in records:
-                self.write(message_record(message, time, extra))
-            return
-        if self._file is None:
-            self.open()
-        assert self._file is not None
-        self._file.write(blob.encode("utf-8"))
+
+        def made() -> Iterator[dict[str, Any]]:
+            return (message_record(message, time, extra) for message, extra in records)
+
+        self._append(blob, blob.encode("utf-8"), made)
 
     def prompt(self, message: dict[str, Any]) -> None:
         """Write the system prompt: a ``prompt`` event marking the system message record that follows.
