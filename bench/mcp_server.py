@@ -3,11 +3,14 @@
 A one-step agent (the scripted model answers at once, in a process of its own) is asked the same
 question, in the same run, four ways:
 
-- **HTTP**: one ``runner serve`` process; ``POST /v1/chat/completions`` (httpx, keep-alive, not
-  streamed) against ``tools/call`` on ``/mcp`` through the official ``mcp`` client, in both protocol
-  generations (one client session each), and a 2026-07-28 ``tools/call`` as the one httpx POST it
-  is on the wire (the chat completion's client; it leaves the ``mcp`` client's own cost out).
-  Target: ``tools/call`` within 1.2x of the chat completion.
+- **HTTP**: one ``runner serve`` process, two pairs, each a protocol's client against the other's
+  of the same kind. Bare: ``POST /v1/chat/completions`` (httpx, keep-alive, not streamed) against
+  a 2026-07-28 ``tools/call`` as the one httpx POST it is on the wire. Official clients: the chat
+  completion through the ``openai`` SDK against ``tools/call`` on ``/mcp`` through the official
+  ``mcp`` client, in both protocol generations (one client session each). Target: ``tools/call``
+  within 1.2x of the chat completion, in each pair. The client's own cost is in the wall time and
+  both SDKs add some (the caller's CPU rows show how much); pairing a client with one of its kind
+  keeps the comparison on what the server does.
 - **stdio**: ``tools/call`` on one ``runner mcp`` process (the official client) against ``runner
   run AGENT -p "question"`` minus process start: what ``runner run`` does once its process is up
   and its modules imported, timed in a warm process (load the agent file, build its runtime with
@@ -111,6 +114,21 @@ RAW_HEADERS = {
 }
 
 
+#: The HTTP comparisons: a title, the floor, the ``tools/call`` ways judged against it.
+HTTP_PAIRS = (
+    (
+        "MCP tools/call vs Chat Completions (HTTP), bare httpx POSTs",
+        "chat completion",
+        ("tools/call (2026-07-28, one httpx POST)",),
+    ),
+    (
+        "MCP tools/call vs Chat Completions (HTTP), each protocol's official client",
+        "chat completion (openai SDK)",
+        ("tools/call (2025-11-25)", "tools/call (2026-07-28)"),
+    ),
+)
+
+
 def process_cpu(pid: int, *, others: bool = False) -> float:
     """CPU seconds process ``pid`` has run so far, all its live threads (Linux ``schedstat``, ns);
     with ``others``, only those of the threads other than its main one (the event loop's)."""
@@ -178,8 +196,11 @@ async def http_bench(
     # The legacy client's GET stream is silent while nothing changes: a 60 s read timeout ended it
     # (and the bench) once the rounds took longer than that.
     timeout = httpx2.Timeout(60, read=600)
+    from openai import AsyncOpenAI
+
     async with (
         httpx.AsyncClient(base_url=url, timeout=60) as http,
+        AsyncOpenAI(base_url=url + "/v1", api_key="unused", timeout=60, max_retries=0) as sdk,
         Client(
             streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=timeout)),
             mode="legacy",
@@ -193,6 +214,12 @@ async def http_bench(
         async def chat() -> None:
             response = await http.post("/v1/chat/completions", json=body)
             assert response.json()["choices"][0]["message"]["content"] == "42"
+
+        async def sdk_chat() -> None:
+            completion = await sdk.chat.completions.create(
+                model="oneshot", messages=[{"role": "user", "content": QUESTION}]
+            )
+            assert completion.choices[0].message.content == "42", completion
 
         async def raw_call() -> None:  # the 2026 revision is one POST: what the official client sends
             response = await http.post("/mcp", json=RAW_CALL, headers=RAW_HEADERS)
@@ -208,9 +235,10 @@ async def http_bench(
         return await batches(
             {
                 "chat completion": chat,
+                "tools/call (2026-07-28, one httpx POST)": raw_call,
+                "chat completion (openai SDK)": sdk_chat,
                 "tools/call (2025-11-25)": tool(old),
                 "tools/call (2026-07-28)": tool(new),
-                "tools/call (2026-07-28, one httpx POST)": raw_call,
             },
             runs=runs,
             each=each,
@@ -308,21 +336,26 @@ def main(argv: list[str] | None = None) -> int:
     assert scripted.stdin is not None
     scripted.stdin.close()
     scripted.wait(timeout=10)
-    medians = {name: statistics.median(values) for name, values in http.items()}
-    ok = report(
-        "MCP tools/call vs Chat Completions (HTTP)",
-        medians,
-        floor="chat completion",
-        target=TARGET,
-        ratios=paired_ratios(http, "chat completion"),
-    )
+    ok = True
+    for title, base, names in HTTP_PAIRS:
+        ways = {name: http[name] for name in (base, *names)}
+        ok = (
+            report(
+                title,
+                {name: statistics.median(values) for name, values in ways.items()},
+                floor=base,
+                target=TARGET,
+                ratios=paired_ratios(ways, base),
+            )
+            and ok
+        )
     print(f"runner serve's CPU time per call (all threads; {ASIDE}: its threads but the event loop's):")
     for name, seconds in cpu.items():
         if name.endswith(ASIDE):
             print(f"    {ASIDE:<46} {seconds * 1000:5.2f} ms")
         else:
             print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / cpu['chat completion']:.2f}x")
-    print("the caller's CPU time per call (this process: httpx, or the official mcp client):")
+    print("the caller's CPU time per call (this process: httpx, the openai SDK or the official mcp client):")
     for name, seconds in caller.items():
         print(f"  {name:<48} {seconds * 1000:5.2f} ms  {seconds / caller['chat completion']:.2f}x")
     pair = {"runner run minus process start": floor, "tools/call over stdio": stdio["tools/call over stdio"]}
