@@ -15,6 +15,7 @@ only with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``, as the c
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -57,6 +58,9 @@ _METRIC_LABELS = (
     "gen_ai.request.model",
     "gen_ai.response.model",
 )
+#: Model calls whose metrics wait for the next collection; beyond this many, the oldest one's are
+#: recorded as a call ends (a reader that never collects must not make the queue grow without bound).
+_PENDING_CALLS = 2048
 
 
 def capture_content_setting() -> bool:
@@ -149,6 +153,15 @@ class Tracing:
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
+        # Model calls' metrics are recorded when a reader collects (the periodic export, a flush,
+        # shutdown), not as each call ends: the SDK's recording (attributes cleaned and hashed, an
+        # exemplar offered, a bucket found under a lock) is ~25 us a call the run would wait for.
+        # The SDK runs observable instruments' callbacks at the start of every collection, before it
+        # reads the histograms; this one observes nothing (so nothing of it is exported).
+        self._pending: collections.deque[tuple[trace.Span, Mapping[str, Any], str | None]] = (
+            collections.deque()
+        )
+        meter.create_observable_gauge("runner.telemetry.pending", callbacks=[self._record_pending])
         for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
         self.capture_content = capture_content_setting() if capture_content is None else capture_content
@@ -173,32 +186,44 @@ class Tracing:
         error: str | None,
         exc: BaseException | None,
     ) -> None:
-        """End ``span`` (its error, if any), record a model call's metrics, restore the context."""
+        """End ``span`` (its error, if any), queue a model call's metrics for the next collection,
+        restore the context."""
         if error:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
         self.detach(token)
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
-            self._metrics(attributes, error, span)
+            pending = self._pending
+            pending.append((span, attributes, error))
+            if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst
+                with contextlib.suppress(IndexError):
+                    self._metrics(*pending.popleft())
 
-    def _metrics(self, attributes: Mapping[str, Any], error: str | None, span: trace.Span) -> None:
-        keys = (
-            "gen_ai.operation.name",
-            "gen_ai.provider.name",
-            "gen_ai.request.model",
-            "gen_ai.response.model",
-        )
-        labels = {k: attributes[k] for k in keys if attributes.get(k) is not None}
+    def _record_pending(self, options: object = None) -> list[Any]:
+        """Record the metrics of the model calls that ended since the last collection (the
+        observable gauge's callback: it observes nothing)."""
+        pending = self._pending
+        while True:
+            try:
+                call = pending.popleft()
+            except IndexError:
+                return []
+            self._metrics(*call)
+
+    def _metrics(self, span: trace.Span, attributes: Mapping[str, Any], error: str | None) -> None:
+        labels = {k: attributes[k] for k in _METRIC_LABELS if attributes.get(k) is not None}
         if error:
             labels["error.type"] = error
+        # The call's span as the context: an exemplar (trace-based, the default) names the call.
+        context = trace.set_span_in_context(span)
         start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
         if start is not None and end is not None:
-            self.duration.record((end - start) / 1e9, labels)
+            self.duration.record((end - start) / 1e9, labels, context)
         for kind, key in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens")):
             value = attributes.get(key)
             if isinstance(value, int):
-                self.tokens.record(value, {**labels, "gen_ai.token.type": kind})
+                self.tokens.record(value, {**labels, "gen_ai.token.type": kind}, context)
 
     def _clean(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         return {

@@ -1,0 +1,61 @@
+"""The GenAI metrics of model calls (runner/telemetry/otel.py): recorded when a reader collects, not
+as each call ends, with the call's span as their context; bounded while no reader collects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import runner.telemetry as telemetry
+from runner.models.base import Reply, Usage
+from runner.telemetry import otel
+from runner.testing import run_agent, text, tool_call
+from tests.telemetry.helpers import Traces, write_agent
+
+TOOLS = '''
+def lookup(city: str) -> str:
+    """Weather of a city."""
+    return f"sunny in {city}"
+'''
+
+BODY = """
+tools:
+  - python: $TOOLS
+"""
+
+
+def _pending() -> int:
+    tracing = telemetry._tracing
+    assert isinstance(tracing, otel.Tracing)
+    return len(tracing._pending)
+
+
+async def test_model_call_metrics_are_recorded_at_collection_with_the_call_span_as_exemplar(
+    tmp_path: Path, traces: Traces
+) -> None:
+    path = write_agent(tmp_path, BODY, TOOLS)
+    script = [tool_call("lookup", city="Oslo"), Reply(content="Sunny.", usage=Usage(7, 3, 10))]
+    await run_agent(path, "Weather?", script=script)
+    assert _pending() == 2  # both calls ended; nothing was recorded in the SDK on the run's way
+    durations = traces.metric_points("gen_ai.client.operation.duration")
+    assert _pending() == 0
+    assert [p.count for p in durations] == [2]
+    chats = {s.context.span_id for s in traces.named("chat scripted")}
+    exemplars = durations[0].exemplars
+    assert exemplars and {e.span_id for e in exemplars} <= chats  # the call, not its agent
+    tokens = traces.metric_points("gen_ai.client.token.usage")
+    assert sorted(p.attributes["gen_ai.token.type"] for p in tokens) == ["input", "output"]
+    assert sum(p.count for p in tokens) == 4  # input and output of each call
+
+
+async def test_beyond_the_bound_the_oldest_call_is_recorded_as_a_call_ends(
+    tmp_path: Path, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(otel, "_PENDING_CALLS", 1)
+    path = write_agent(tmp_path, BODY, TOOLS)
+    script = [tool_call("lookup", city="A"), tool_call("lookup", city="B"), text("Both sunny.")]
+    await run_agent(path, "Weather?", script=script)
+    assert _pending() == 1
+    assert [p.count for p in traces.metric_points("gen_ai.client.operation.duration")] == [3]
+
