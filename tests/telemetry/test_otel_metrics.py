@@ -58,4 +58,3 @@ async def test_beyond_the_bound_the_oldest_call_is_recorded_as_a_call_ends(
     await run_agent(path, "Weather?", script=script)
     assert _pending() == 1
     assert [p.count for p in traces.metric_points("gen_ai.client.operation.duration")] == [3]
-
