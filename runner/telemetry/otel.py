@@ -158,9 +158,11 @@ class Tracing:
         # exemplar offered, a bucket found under a lock) is ~25 us a call the run would wait for.
         # The SDK runs observable instruments' callbacks at the start of every collection, before it
         # reads the histograms; this one observes nothing (so nothing of it is exported).
-        self._pending: collections.deque[tuple[trace.Span, Mapping[str, Any], str | None]] = (
-            collections.deque()
-        )
+        #: Each call's duration (s), attributes, error and span context (not the span: it is freed
+        #: once exported).
+        self._pending: collections.deque[
+            tuple[float | None, Mapping[str, Any], str | None, trace.SpanContext]
+        ] = collections.deque()
         meter.create_observable_gauge("runner.telemetry.pending", callbacks=[self._record_pending])
         for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
@@ -171,9 +173,12 @@ class Tracing:
 
     # ----------------------------------------------------------------- spans
 
-    def start(self, name: str, attributes: Mapping[str, Any], parent: Any) -> tuple[trace.Span, object, Any]:
-        """Start a span under ``parent`` (a context; None: the current one) and make it current."""
-        kind = _KINDS.get(str(attributes.get("gen_ai.operation.name")), SpanKind.INTERNAL)
+    def start(
+        self, name: str, attributes: Mapping[str, Any], parent: Any, *, scope: str = ""
+    ) -> tuple[trace.Span, object, Any]:
+        """Start a span under ``parent`` (a context; None: the current one) and make it current
+        (``scope``: what kind of work it is, ``chat`` a client span)."""
+        kind = _KINDS.get(scope, SpanKind.INTERNAL)
         span = self.tracer.start_span(name, context=parent, kind=kind, attributes=self._clean(attributes))
         context = trace.set_span_in_context(span, parent)
         return span, otel_context.attach(context), context
@@ -194,8 +199,10 @@ class Tracing:
         self.detach(token)
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
+            start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
+            took = (end - start) / 1e9 if start is not None and end is not None else None
             pending = self._pending
-            pending.append((span, attributes, error))
+            pending.append((took, attributes, error, span.get_span_context()))
             if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst
                 with contextlib.suppress(IndexError):
                     self._metrics(*pending.popleft())
@@ -211,15 +218,16 @@ class Tracing:
                 return []
             self._metrics(*call)
 
-    def _metrics(self, span: trace.Span, attributes: Mapping[str, Any], error: str | None) -> None:
+    def _metrics(
+        self, took: float | None, attributes: Mapping[str, Any], error: str | None, call: trace.SpanContext
+    ) -> None:
         labels = {k: attributes[k] for k in _METRIC_LABELS if attributes.get(k) is not None}
         if error:
             labels["error.type"] = error
         # The call's span as the context: an exemplar (trace-based, the default) names the call.
-        context = trace.set_span_in_context(span)
-        start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
-        if start is not None and end is not None:
-            self.duration.record((end - start) / 1e9, labels, context)
+        context = trace.set_span_in_context(trace.NonRecordingSpan(call))
+        if took is not None:
+            self.duration.record(took, labels, context)
         for kind, key in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens")):
             value = attributes.get(key)
             if isinstance(value, int):
@@ -268,8 +276,10 @@ class Tracing:
     def detach(self, token: object) -> None:
         """Undo ``attach`` (a scope ended in another context — a generator closed elsewhere — has
         nothing to undo)."""
-        with contextlib.suppress(Exception):
+        try:  # not contextlib.suppress: this runs as every span ends
             otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception:
+            pass  # nothing to undo
 
     # ----------------------------------------------------------------- the end
 
