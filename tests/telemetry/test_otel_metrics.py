@@ -58,3 +58,24 @@ async def test_beyond_the_bound_the_oldest_call_is_recorded_as_a_call_ends(
     await run_agent(path, "Weather?", script=script)
     assert _pending() == 1
     assert [p.count for p in traces.metric_points("gen_ai.client.operation.duration")] == [3]
+
+
+async def test_a_streamed_call_notes_its_time_to_first_chunk_once_with_the_opt_in(
+    tmp_path: Path, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracing = telemetry._tracing
+    seen: list[float] = []
+    original = telemetry.Scope.first_chunk
+
+    def counted(scope: telemetry.Scope) -> None:
+        seen.append(1.0)
+        original(scope)
+
+    monkeypatch.setattr(telemetry.Scope, "first_chunk", counted)
+    monkeypatch.setattr(tracing, "latest", True)  # OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
+    path = write_agent(tmp_path, "")  # model.stream is on by default
+    await run_agent(path, "Hi", script=[text("Hello there, " * 20)])
+    chat = traces.one("chat scripted")
+    first = chat.attributes["gen_ai.response.time_to_first_chunk"]
+    assert isinstance(first, float) and 0 < first < 5
+    assert seen == [1.0]  # once for the call, not once for each of its chunks
