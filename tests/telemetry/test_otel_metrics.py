@@ -79,3 +79,28 @@ async def test_a_streamed_call_notes_its_time_to_first_chunk_once_with_the_opt_i
     first = chat.attributes["gen_ai.response.time_to_first_chunk"]
     assert isinstance(first, float) and 0 < first < 5
     assert seen == [1.0]  # once for the call, not once for each of its chunks
+
+
+async def test_the_resource_is_hashed_once_not_for_every_exported_span(
+    tmp_path: Path, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+
+    path = write_agent(tmp_path, BODY, TOOLS)
+    await run_agent(path, "Weather?", script=[tool_call("lookup", city="Oslo"), text("Sunny.")])
+    spans = traces.spans
+    resource = spans[0].resource
+    plain = Resource(resource.attributes, resource.schema_url)
+    assert resource == plain and hash(resource) == hash(plain)
+    hashed: list[Resource] = []
+    original = Resource.__hash__
+
+    def counting(self: Resource) -> int:
+        hashed.append(self)
+        return original(self)
+
+    monkeypatch.setattr(Resource, "__hash__", counting)
+    encoded = encode_spans(spans)  # what the OTLP exporter sends: spans grouped by resource
+    assert len(encoded.resource_spans) == 1 and len(spans) == 4
+    assert hashed == []  # not JSON-encoded again for each span
