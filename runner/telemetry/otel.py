@@ -115,6 +115,18 @@ def _otlp_metrics() -> MetricReader:
     return PeriodicExportingMetricReader(OTLPMetricExporter())
 
 
+def _resource() -> Resource:
+    """The SDK's resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``, the SDK's own), with
+    ``service.name`` ``runner`` and the runner's ``service.version`` where those name none (the SDK
+    names a service it was not told of ``unknown_service:...``)."""
+    given = dict(Resource.create().attributes)
+    if str(given.get(SERVICE_NAME, "")).startswith("unknown_service") and not os.environ.get(
+        "OTEL_SERVICE_NAME"
+    ):
+        del given[SERVICE_NAME]
+    return Resource.create({SERVICE_NAME: "runner", "service.version": __version__, **given})
+
+
 class _Resource(Resource):
     """The process's resource, hashed once: the OTLP encoder groups an export's spans by resource
     (a dict keyed by each span's), and ``Resource.__hash__`` JSON-encodes every attribute each time
@@ -139,12 +151,7 @@ class Tracing:
         batch: bool = True,
         capture_content: bool | None = None,
     ) -> None:
-        defaults = {SERVICE_NAME: "runner", "service.version": __version__}
-        resource = _Resource(
-            Resource.create({**defaults, **Resource.create().attributes})
-            if not os.environ.get("OTEL_SERVICE_NAME")
-            else Resource.create({"service.version": __version__})
-        )
+        resource = _Resource(_resource())
         self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         spans = _Warning(exporter if exporter is not None else _otlp_spans())
         self.exporter = spans

@@ -104,3 +104,24 @@ async def test_the_resource_is_hashed_once_not_for_every_exported_span(
     encoded = encode_spans(spans)  # what the OTLP exporter sends: spans grouped by resource
     assert len(encoded.resource_spans) == 1 and len(spans) == 4
     assert hashed == []  # not JSON-encoded again for each span
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        ({}, "runner"),
+        ({"OTEL_SERVICE_NAME": "my-agents"}, "my-agents"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=billing,team=ops"}, "billing"),
+    ],
+    ids=["default", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"],
+)
+def test_the_service_is_named_runner_unless_the_environment_names_it(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], expected: str
+) -> None:
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    attributes = otel._resource().attributes
+    assert attributes["service.name"] == expected
+    assert attributes["service.version"] == otel.__version__
