@@ -2,7 +2,10 @@
 
 - per step, tracing off vs on exporting over OTLP/HTTP to a receiver on 127.0.0.1 (target 1.05x): a
   session of 30 steps with one tool call each against the scripted server on the httpx fast path,
-  rounds interleaved, the median of per-round ratios;
+  rounds interleaved, the median of per-round ratios; beside it, for reference, the loop thread's
+  CPU a step (less disturbed by other processes than the wall time) and the CPU the export of a
+  session's spans and metrics takes after it (``telemetry.flush``: a 30-step session is over long
+  before the batch processor's 5 s schedule, so a step does not wait for it);
 - tracing off imports nothing of OpenTelemetry (checked in the same process, before the first
   round that turns it on);
 - ``GET /metrics`` while 64 streaming chat sessions run on ``runner serve`` (target: p99 under 50 ms),
@@ -87,45 +90,70 @@ def _agent(folder: Path, server: ScriptedServer) -> Path:
     return path
 
 
-async def _session(path: Path, server: ScriptedServer) -> float:
+async def _session(path: Path, server: ScriptedServer) -> tuple[float, float]:
+    """One session: its wall time and the loop thread's CPU time, each a step (s)."""
     from runner.testing import run_agent
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     run = await run_agent(path, "go", yes=True, server=server)
-    took = time.perf_counter() - started
+    took, cpu = time.perf_counter() - started, time.thread_time() - cpu
     assert run.output == "done", run.output
-    return took / STEPS
+    return took / STEPS, cpu / STEPS
+
+
+ON = "tracing on (OTLP to 127.0.0.1)"
+
+
+def _rounds(path: Path, server: ScriptedServer, runs: int) -> dict[str, list[float]]:
+    """``runs`` rounds of a session with tracing off, then one with it on and the export of its
+    spans and metrics (``telemetry.flush``: CPU of all this process's threads, a step)."""
+    import runner.telemetry as telemetry
+
+    samples: dict[str, list[float]] = {k: [] for k in ("off", "on", "off cpu", "on cpu", "export cpu")}
+    for _ in range(runs):
+        wall, cpu = asyncio.run(_session(path, server))
+        samples["off"].append(wall)
+        samples["off cpu"].append(cpu)
+        telemetry.enable()
+        try:
+            wall, cpu = asyncio.run(_session(path, server))
+            samples["on"].append(wall)
+            samples["on cpu"].append(cpu)
+            exported = time.process_time()
+            telemetry.flush()
+            samples["export cpu"].append((time.process_time() - exported) / STEPS)
+        finally:
+            telemetry.disable()
+    return samples
 
 
 def per_step(runs: int) -> bool:
-    """Tracing off vs on (OTLP to a local receiver), per step."""
+    """Tracing off vs on (OTLP to a local receiver), per step; the loop thread's CPU and the
+    export's beside it, for reference (the target is on the wall time)."""
     import os
-
-    import runner.telemetry as telemetry
 
     folder = Path(tempfile.mkdtemp(prefix="bench-otel-"))
     sys.path.insert(0, str(folder))
-    samples: dict[str, list[float]] = {"tracing off": [], "tracing on (OTLP to 127.0.0.1)": []}
     with ScriptedServer(stepping_script(STEPS, 1), repeat=True) as server, receiver() as endpoint:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
         path = _agent(folder, server)
         asyncio.run(_session(path, server))  # warm: imports, the tools module
         clean = not any(name.startswith("opentelemetry") for name in sys.modules)
-        for _ in range(runs):
-            samples["tracing off"].append(asyncio.run(_session(path, server)))
-            telemetry.enable()
-            try:
-                samples["tracing on (OTLP to 127.0.0.1)"].append(asyncio.run(_session(path, server)))
-            finally:
-                telemetry.disable()
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+        samples = _rounds(path, server, runs)
+    walls = {"tracing off": samples["off"], ON: samples["on"]}
     ok = report(
         f"tracing on vs off, per step ({STEPS} steps, median of {runs})",
-        medians,
+        {name: statistics.median(values) for name, values in walls.items()},
         floor="tracing off",
         target=1.05,
-        ratios=paired_ratios(samples, "tracing off"),
+        ratios=paired_ratios(walls, "tracing off"),
     )
+    off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
+    cpu = paired_ratios({"off": samples["off cpu"], "on": samples["on cpu"]}, "off")["on"]
+    label = "loop thread CPU a step, tracing off / on"
+    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x  (reference)")
+    export = statistics.median(samples["export cpu"]) * 1e6
+    print(f"{'export after the session (CPU, all threads)':<46} {export:6.0f} us a step  (reference)")
     print(f"{'tracing off imported no OpenTelemetry module':<46} {'yes' if clean else 'NO'}")
     return ok and clean
 

@@ -374,8 +374,11 @@ class Turn:
         session = self.session
         calls = self.calls
         assert calls is not None
+        first = True
         async for event in events:
-            scope.first_chunk()
+            if first:  # the span's time to first chunk: once a call, not once a chunk
+                first = False
+                scope.first_chunk()
             if self._first_token is None and not isinstance(event, Completed):
                 self._first_token = time.monotonic() - self._call_began
             if isinstance(event, TextDelta):

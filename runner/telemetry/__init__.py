@@ -218,7 +218,8 @@ class Scope:
             if self.kind == "tool":
                 agent = _agent.get()
                 parent = agent[0] if agent is not None else None
-            self.span, self._token, context = tracing.start(self.name, self.attributes, parent)
+            started = tracing.start(self.name, self.attributes, parent, scope=self.kind)
+            self.span, self._token, context = started
         if self.kind == "agent":
             name = str(self.attributes.get("gen_ai.agent.name", ""))
             self._secrets = _secrets.get() | (self._secrets or frozenset())
@@ -367,9 +368,11 @@ def chat(model: str, *, stream: bool, params: Mapping[str, Any] | None = None) -
         "gen_ai.request.stream": stream,
         "gen_ai.agent.name": current[1] if current is not None else None,
     }
-    for key in ("temperature", "max_tokens", "top_p", "seed"):
-        if params and isinstance(params.get(key), int | float):
-            attributes[f"gen_ai.request.{key}"] = params[key]
+    if params:
+        for key in ("temperature", "max_tokens", "top_p", "seed"):
+            value = params.get(key)
+            if isinstance(value, (int, float)):
+                attributes[f"gen_ai.request.{key}"] = value
     return Scope("chat", f"chat {model}", attributes)
 
 

@@ -15,6 +15,7 @@ only with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``, as the c
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -57,6 +58,9 @@ _METRIC_LABELS = (
     "gen_ai.request.model",
     "gen_ai.response.model",
 )
+#: Model calls whose metrics wait for the next collection; beyond this many, the oldest one's are
+#: recorded as a call ends (a reader that never collects must not make the queue grow without bound).
+_PENDING_CALLS = 2048
 
 
 def capture_content_setting() -> bool:
@@ -111,6 +115,31 @@ def _otlp_metrics() -> MetricReader:
     return PeriodicExportingMetricReader(OTLPMetricExporter())
 
 
+def _resource() -> Resource:
+    """The SDK's resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``, the SDK's own), with
+    ``service.name`` ``runner`` and the runner's ``service.version`` where those name none (the SDK
+    names a service it was not told of ``unknown_service:...``)."""
+    given = dict(Resource.create().attributes)
+    if str(given.get(SERVICE_NAME, "")).startswith("unknown_service") and not os.environ.get(
+        "OTEL_SERVICE_NAME"
+    ):
+        del given[SERVICE_NAME]
+    return Resource.create({SERVICE_NAME: "runner", "service.version": __version__, **given})
+
+
+class _Resource(Resource):
+    """The process's resource, hashed once: the OTLP encoder groups an export's spans by resource
+    (a dict keyed by each span's), and ``Resource.__hash__`` JSON-encodes every attribute each time
+    (a tenth of encoding a span, on the processor's thread). A resource is immutable."""
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource.attributes, resource.schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 class Tracing:
     """The runner's tracer and meter providers, and how a scope becomes a span."""
 
@@ -122,12 +151,7 @@ class Tracing:
         batch: bool = True,
         capture_content: bool | None = None,
     ) -> None:
-        defaults = {SERVICE_NAME: "runner", "service.version": __version__}
-        resource = (
-            Resource.create({**defaults, **Resource.create().attributes})
-            if not os.environ.get("OTEL_SERVICE_NAME")
-            else Resource.create({"service.version": __version__})
-        )
+        resource = _Resource(_resource())
         self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         spans = _Warning(exporter if exporter is not None else _otlp_spans())
         self.exporter = spans
@@ -149,6 +173,17 @@ class Tracing:
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
+        # Model calls' metrics are recorded when a reader collects (the periodic export, a flush,
+        # shutdown), not as each call ends: the SDK's recording (attributes cleaned and hashed, an
+        # exemplar offered, a bucket found under a lock) is ~25 us a call the run would wait for.
+        # The SDK runs observable instruments' callbacks at the start of every collection, before it
+        # reads the histograms; this one observes nothing (so nothing of it is exported).
+        #: Each call's duration (s), attributes, error and span context (not the span: it is freed
+        #: once exported).
+        self._pending: collections.deque[
+            tuple[float | None, Mapping[str, Any], str | None, trace.SpanContext]
+        ] = collections.deque()
+        meter.create_observable_gauge("runner.telemetry.pending", callbacks=[self._record_pending])
         for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
         self.capture_content = capture_content_setting() if capture_content is None else capture_content
@@ -158,9 +193,12 @@ class Tracing:
 
     # ----------------------------------------------------------------- spans
 
-    def start(self, name: str, attributes: Mapping[str, Any], parent: Any) -> tuple[trace.Span, object, Any]:
-        """Start a span under ``parent`` (a context; None: the current one) and make it current."""
-        kind = _KINDS.get(str(attributes.get("gen_ai.operation.name")), SpanKind.INTERNAL)
+    def start(
+        self, name: str, attributes: Mapping[str, Any], parent: Any, *, scope: str = ""
+    ) -> tuple[trace.Span, object, Any]:
+        """Start a span under ``parent`` (a context; None: the current one) and make it current
+        (``scope``: what kind of work it is, ``chat`` a client span)."""
+        kind = _KINDS.get(scope, SpanKind.INTERNAL)
         span = self.tracer.start_span(name, context=parent, kind=kind, attributes=self._clean(attributes))
         context = trace.set_span_in_context(span, parent)
         return span, otel_context.attach(context), context
@@ -173,32 +211,47 @@ class Tracing:
         error: str | None,
         exc: BaseException | None,
     ) -> None:
-        """End ``span`` (its error, if any), record a model call's metrics, restore the context."""
+        """End ``span`` (its error, if any), queue a model call's metrics for the next collection,
+        restore the context."""
         if error:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
         self.detach(token)
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
-            self._metrics(attributes, error, span)
+            start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
+            took = (end - start) / 1e9 if start is not None and end is not None else None
+            pending = self._pending
+            pending.append((took, attributes, error, span.get_span_context()))
+            if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst
+                with contextlib.suppress(IndexError):
+                    self._metrics(*pending.popleft())
 
-    def _metrics(self, attributes: Mapping[str, Any], error: str | None, span: trace.Span) -> None:
-        keys = (
-            "gen_ai.operation.name",
-            "gen_ai.provider.name",
-            "gen_ai.request.model",
-            "gen_ai.response.model",
-        )
-        labels = {k: attributes[k] for k in keys if attributes.get(k) is not None}
+    def _record_pending(self, options: object = None) -> list[Any]:
+        """Record the metrics of the model calls that ended since the last collection (the
+        observable gauge's callback: it observes nothing)."""
+        pending = self._pending
+        while True:
+            try:
+                call = pending.popleft()
+            except IndexError:
+                return []
+            self._metrics(*call)
+
+    def _metrics(
+        self, took: float | None, attributes: Mapping[str, Any], error: str | None, call: trace.SpanContext
+    ) -> None:
+        labels = {k: attributes[k] for k in _METRIC_LABELS if attributes.get(k) is not None}
         if error:
             labels["error.type"] = error
-        start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
-        if start is not None and end is not None:
-            self.duration.record((end - start) / 1e9, labels)
+        # The call's span as the context: an exemplar (trace-based, the default) names the call.
+        context = trace.set_span_in_context(trace.NonRecordingSpan(call))
+        if took is not None:
+            self.duration.record(took, labels, context)
         for kind, key in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens")):
             value = attributes.get(key)
             if isinstance(value, int):
-                self.tokens.record(value, {**labels, "gen_ai.token.type": kind})
+                self.tokens.record(value, {**labels, "gen_ai.token.type": kind}, context)
 
     def _clean(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         return {
@@ -243,8 +296,10 @@ class Tracing:
     def detach(self, token: object) -> None:
         """Undo ``attach`` (a scope ended in another context — a generator closed elsewhere — has
         nothing to undo)."""
-        with contextlib.suppress(Exception):
+        try:  # not contextlib.suppress: this runs as every span ends
             otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception:
+            pass  # nothing to undo
 
     # ----------------------------------------------------------------- the end
 
