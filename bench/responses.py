@@ -2,7 +2,9 @@
 
 The same agent (the one ``bench.serve`` serves: a Python tool and an MCP stdio source, transcripts
 on) on the same scripted server (a process of its own, answering at once), requests interleaved so
-both endpoints see the same machine:
+both endpoints see the same machine, each pair in one order then the other (a request's session
+is still closing when its answer is out, and the next request pays for it: in a fixed order that
+was always the same door's):
 
 - **first byte, streamed**: median time to the first byte of a streamed answer, one request at a
   time (target: Responses within 1.1x of chat);
@@ -42,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,11 @@ async def whole(client: httpx.AsyncClient, url: str, kind: str, **extra: Any) ->
     if response.status_code != 200:
         raise RuntimeError(f"{kind}: {response.status_code} {response.text[:300]}")
     return elapsed, response.json()
+
+
+async def seconds(answer: Awaitable[tuple[float, dict[str, Any]]]) -> float:
+    """The seconds of a ``whole`` answer."""
+    return (await answer)[0]
 
 
 async def chain(client: httpx.AsyncClient, url: str, turns: int) -> str:
@@ -190,18 +197,25 @@ async def measure(
             {"role": "assistant", "content": "Done after 0 additions."},
         ]
         resent = {"messages": turn * deep + turn[:1]}  # the same conversation, resent to chat
-        for _ in range(runs * 10):
-            samples["fb_chat"].append(await first_byte(client, url, "chat"))
-            samples["fb_resp"].append(await first_byte(client, url, "responses"))
-            samples["w_chat"].append((await whole(client, url, "chat"))[0])
-            samples["w_resp"].append((await whole(client, url, "responses"))[0])
-            samples["c_2"].append(
-                (await whole(client, url, "responses", previous_response_id=shallow, store=False))[0]
-            )
-            samples["c_deep"].append(
-                (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
-            )
-            samples["chat_deep"].append((await whole(client, url, "chat", **resent))[0])
+        timed: dict[str, Callable[[], Awaitable[float]]] = {
+            "fb_chat": lambda: first_byte(client, url, "chat"),
+            "fb_resp": lambda: first_byte(client, url, "responses"),
+            "w_chat": lambda: seconds(whole(client, url, "chat")),
+            "w_resp": lambda: seconds(whole(client, url, "responses")),
+            "c_2": lambda: seconds(
+                whole(client, url, "responses", previous_response_id=shallow, store=False)
+            ),
+            "c_deep": lambda: seconds(
+                whole(client, url, "responses", previous_response_id=deep_id, store=False)
+            ),
+            "chat_deep": lambda: seconds(whole(client, url, "chat", **resent)),
+        }
+        for round_ in range(runs * 10):
+            # each pair in both orders, a round each: what a request leaves running when its answer
+            # is out (its session closing) falls on the next one, and that is either door's turn
+            for pair in (("fb_chat", "fb_resp"), ("w_chat", "w_resp"), ("c_2", "c_deep"), ("chat_deep",)):
+                for key in pair if round_ % 2 == 0 else pair[::-1]:
+                    samples[key].append(await timed[key]())
         wide: dict[str, Any] = {"p50": {}, "per_round": {}, "cpu_ms": {}, "errors": 0}
         if clients:
             # each client its own connection (httpx's pool walks every connection it holds at each
