@@ -2,7 +2,9 @@
 
 The same agent (the one ``bench.serve`` serves: a Python tool and an MCP stdio source, transcripts
 on) on the same scripted server (a process of its own, answering at once), requests interleaved so
-both endpoints see the same machine:
+both endpoints see the same machine, each pair in one order then the other (a request's session
+is still closing when its answer is out, and the next request pays for it: in a fixed order that
+was always the same door's):
 
 - **first byte, streamed**: median time to the first byte of a streamed answer, one request at a
   time (target: Responses within 1.1x of chat);
@@ -11,9 +13,21 @@ both endpoints see the same machine:
   turns deep against one 2 turns deep (``store: false``, so the chains stay as they are; target:
   within 1.2x — the state at a response is one file, the chain is never replayed);
 - **64 concurrent streaming clients** on each endpoint: errors (must be 0) and the p50 first byte
-  (target: Responses within 1.2x of chat).
+  (target: Responses within 1.2x of chat). The first byte is the first body bytes the client reads
+  on either door: chat's first chunk (``delta.role``), the Responses door's ``response.created``
+  and ``response.in_progress`` (written together); both go out before the model is called. Under
+  64 streams it measures mostly how long a request waits behind the others' work — the server's
+  and this client's own: one Python process driving 64 streams keeps a core busy, so the figure
+  moves with the machine's load. Each of the 64 is a client of its own (one httpx client, one
+  kept-alive connection: on one shared pool httpx walks every connection at each request and
+  release, and that cost, which depends on when streams end, was this process's largest;
+  ``--one-pool`` measures that way); a round of each kind opens the connections before the
+  measured rounds. Also given: the median of the per-round ratios (each round of responses
+  against the chat round before it), and the CPU time per request of the server process (all
+  its threads) and of this client over those rounds (Linux: ``/proc``), steadier than any wall
+  time on a shared machine.
 
-Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200]`` (``--clients 0``: no
+Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200] [--one-pool]`` (``--clients 0``: no
 concurrent part). The continuation is also given as the median of the per-round ratios (each
 round times one continuation of each chain, one after the other), steadier on a loaded machine.
 """
@@ -22,12 +36,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +95,11 @@ async def whole(client: httpx.AsyncClient, url: str, kind: str, **extra: Any) ->
     return elapsed, response.json()
 
 
+async def seconds(answer: Awaitable[tuple[float, dict[str, Any]]]) -> float:
+    """The seconds of a ``whole`` answer."""
+    return (await answer)[0]
+
+
 async def chain(client: httpx.AsyncClient, url: str, turns: int) -> str:
     """A stored conversation ``turns`` responses deep; its last id."""
     previous: str | None = None
@@ -90,11 +112,12 @@ async def chain(client: httpx.AsyncClient, url: str, turns: int) -> str:
 
 
 async def concurrent(
-    client: httpx.AsyncClient, url: str, kind: str, clients: int, **extra: Any
+    pool: Sequence[httpx.AsyncClient], url: str, kind: str, **extra: Any
 ) -> tuple[list[float], int]:
-    """First bytes of ``clients`` streamed requests sent at once; how many failed."""
+    """First bytes of one streamed request from each client of ``pool``, all sent at once; how
+    many failed."""
     results = await asyncio.gather(
-        *(first_byte(client, url, kind, **extra) for _ in range(clients)), return_exceptions=True
+        *(first_byte(client, url, kind, **extra) for client in pool), return_exceptions=True
     )
     times = [r for r in results if isinstance(r, float)]
     for failure in [r for r in results if not isinstance(r, float)][:3]:
@@ -102,19 +125,69 @@ async def concurrent(
     return times, len(results) - len(times)
 
 
-async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, Any]:
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU process ``pid`` has used, all its threads (0.0 where ``/proc`` is not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+WIDE: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("chat", {}),
+    ("responses", {}),
+    ("unstored", {"store": False}),
+)
+
+
+async def wide_rounds(pool: Sequence[httpx.AsyncClient], url: str, *, runs: int, pid: int) -> dict[str, Any]:
+    """A round of each kind unmeasured (connections opened), then ``runs`` rounds of each: the p50
+    first byte, the median of the per-round ratios to chat, CPU per request, errors."""
+    wide: dict[str, list[float]] = {kind: [] for kind, _ in WIDE}
+    rounds: dict[str, list[float]] = {kind: [] for kind in wide}  # each round's p50
+    cpu = {kind: [0.0, 0.0] for kind in wide}  # the server's, this client's
+    errors = 0
+    for measured in [False] + [True] * runs:
+        for kind, extra in WIDE:
+            server, own = process_cpu(pid), time.process_time()
+            times, failed = await concurrent(pool, url, kind.replace("unstored", "responses"), **extra)
+            errors += failed
+            if not measured:
+                continue
+            cpu[kind][0] += process_cpu(pid) - server
+            cpu[kind][1] += time.process_time() - own
+            wide[kind].extend(times)
+            rounds[kind].append(percentile(times, 0.5) if times else 0.0)
+    ratios = {
+        kind: statistics.median(r / c for r, c in zip(rounds[kind], rounds["chat"], strict=True) if c)
+        for kind in ("responses", "unstored")
+    }
+    return {
+        "p50": {kind: percentile(values, 0.5) * 1000 if values else 0.0 for kind, values in wide.items()},
+        "per_round": ratios,
+        "cpu_ms": {kind: [t / (runs * len(pool)) * 1000 for t in used] for kind, used in cpu.items()},
+        "errors": errors,
+    }
+
+
+def _limits(connections: int) -> httpx.Limits:
     # idle connections are dropped well before the server's keep-alive timeout (5 s), so no request
     # goes out on a connection the server is closing (a ReadError that says nothing of the server)
-    limits = httpx.Limits(
-        max_connections=max(clients, 2) * 2,
-        max_keepalive_connections=max(clients, 2) * 2,
-        keepalive_expiry=1.0,
+    return httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=1.0
     )
+
+
+async def measure(
+    url: str, *, runs: int, clients: int, deep: int, pid: int = 0, one_pool: bool = False
+) -> dict[str, Any]:
     keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
     samples: dict[str, list[float]] = {k: [] for k in keys}
-    wide: dict[str, list[float]] = {"chat": [], "responses": [], "unstored": []}
-    errors = 0
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=120, limits=_limits(max(clients, 2) * 2))
+        )
         for kind in ("chat", "responses", "chat", "responses"):  # warm-up
             await first_byte(client, url, kind)
             await whole(client, url, kind)
@@ -124,33 +197,37 @@ async def measure(url: str, *, runs: int, clients: int, deep: int) -> dict[str, 
             {"role": "assistant", "content": "Done after 0 additions."},
         ]
         resent = {"messages": turn * deep + turn[:1]}  # the same conversation, resent to chat
-        for _ in range(runs * 10):
-            samples["fb_chat"].append(await first_byte(client, url, "chat"))
-            samples["fb_resp"].append(await first_byte(client, url, "responses"))
-            samples["w_chat"].append((await whole(client, url, "chat"))[0])
-            samples["w_resp"].append((await whole(client, url, "responses"))[0])
-            samples["c_2"].append(
-                (await whole(client, url, "responses", previous_response_id=shallow, store=False))[0]
-            )
-            samples["c_deep"].append(
-                (await whole(client, url, "responses", previous_response_id=deep_id, store=False))[0]
-            )
-            samples["chat_deep"].append((await whole(client, url, "chat", **resent))[0])
-        for _ in range(runs if clients else 0):
-            for kind, extra in (("chat", {}), ("responses", {}), ("unstored", {"store": False})):
-                times, failed = await concurrent(
-                    client, url, kind.replace("unstored", "responses"), clients, **extra
-                )
-                wide[kind].extend(times)
-                errors += failed
+        timed: dict[str, Callable[[], Awaitable[float]]] = {
+            "fb_chat": lambda: first_byte(client, url, "chat"),
+            "fb_resp": lambda: first_byte(client, url, "responses"),
+            "w_chat": lambda: seconds(whole(client, url, "chat")),
+            "w_resp": lambda: seconds(whole(client, url, "responses")),
+            "c_2": lambda: seconds(
+                whole(client, url, "responses", previous_response_id=shallow, store=False)
+            ),
+            "c_deep": lambda: seconds(
+                whole(client, url, "responses", previous_response_id=deep_id, store=False)
+            ),
+            "chat_deep": lambda: seconds(whole(client, url, "chat", **resent)),
+        }
+        for round_ in range(runs * 10):
+            # each pair in both orders, a round each: what a request leaves running when its answer
+            # is out (its session closing) falls on the next one, and that is either door's turn
+            for pair in (("fb_chat", "fb_resp"), ("w_chat", "w_resp"), ("c_2", "c_deep"), ("chat_deep",)):
+                for key in pair if round_ % 2 == 0 else pair[::-1]:
+                    samples[key].append(await timed[key]())
+        wide: dict[str, Any] = {"p50": {}, "per_round": {}, "cpu_ms": {}, "errors": 0}
+        if clients:
+            # each client its own connection (httpx's pool walks every connection it holds at each
+            # request and release: 64 streams on one pool cost this process more than the server)
+            pool = [client] * clients
+            if not one_pool:
+                made = (httpx.AsyncClient(timeout=120, limits=_limits(1)) for _ in range(clients))
+                pool = [await stack.enter_async_context(each) for each in made]
+            wide = await wide_rounds(pool, url, runs=runs, pid=pid)
     medians = {key: statistics.median(values) * 1000 for key, values in samples.items()}
     paired = [deep / shallow for deep, shallow in zip(samples["c_deep"], samples["c_2"], strict=True)]
-    return {
-        "medians": medians,
-        "paired": statistics.median(paired),
-        "p50": {kind: percentile(values, 0.5) * 1000 if values else 0.0 for kind, values in wide.items()},
-        "errors": errors,
-    }
+    return {"medians": medians, "paired": statistics.median(paired), **wide}
 
 
 def verdict(ratio: float, target: float) -> str:
@@ -163,6 +240,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--deep", type=int, default=200)
+    parser.add_argument(
+        "--one-pool", action="store_true", help="the concurrent clients share one httpx pool (as before)"
+    )
     args = parser.parse_args(argv)
     scripted, scripted_url = start_scripted(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,7 +251,16 @@ def main(argv: list[str]) -> int:
         assert process.stderr is not None
         threading.Thread(target=lambda: log.extend(process.stderr or ()), daemon=True).start()
         try:
-            result = asyncio.run(measure(url, runs=args.runs, clients=args.clients, deep=args.deep))
+            result = asyncio.run(
+                measure(
+                    url,
+                    runs=args.runs,
+                    clients=args.clients,
+                    deep=args.deep,
+                    pid=process.pid,
+                    one_pool=args.one_pool,
+                )
+            )
         finally:
             process.terminate()
             process.wait(timeout=15)
@@ -200,9 +289,15 @@ def main(argv: list[str]) -> int:
             f"{p50['responses']:6.1f} ms  {wide:.2f}x  {verdict(wide, 1.2)}; errors {result['errors']}",
             f"  the same with store: false          responses {p50['unstored']:6.1f} ms  "
             f"{p50['unstored'] / p50['chat']:.2f}x",
+            f"  median of the {args.runs} per-round ratios    "
+            f"responses {result['per_round']['responses']:.2f}x  "
+            f"store: false {result['per_round']['unstored']:.2f}x",
+            "  CPU per request, server / this client: "
+            + "  ".join(f"{kind} {s:.2f} / {c:.2f} ms" for kind, (s, c) in result["cpu_ms"].items()),
         ]
     print("\n".join(lines))
-    print(json.dumps({"medians_ms": m, "p50_ms": p50, "errors": result["errors"]}), file=sys.stderr)
+    summary = {"medians_ms": m, "p50_ms": p50, "cpu_ms": result["cpu_ms"], "errors": result["errors"]}
+    print(json.dumps(summary), file=sys.stderr)
     return 0 if result["errors"] == 0 else 1
 
 

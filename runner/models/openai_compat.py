@@ -73,6 +73,8 @@ class OpenAICompatModel:
     """``POST {api_base}/chat/completions`` over keep-alive ``httpx.AsyncClient``s (``ClientPools``)."""
 
     supports_tools: bool | None = True  # the server decides; SPEC section 8 counts it as native
+    #: A request's messages are only encoded, never changed (``Runtime.shares_messages``).
+    keeps_messages = True
     #: ``output:`` goes as ``response_format`` beside the tools; a server that refuses it gets the
     #: final-answer tool instead (``runner.modes.structured``).
     structured_output = "response_format"

@@ -71,6 +71,14 @@ class ResilientModel:
         return self.primary.name
 
     @property
+    def keeps_messages(self) -> bool:
+        """Whether no model of the chain changes a request's messages in place (each says so:
+        ``keeps_messages``; a model that does not say is taken to)."""
+        return all(
+            getattr(model, "keeps_messages", False) is True for model in (self.primary, *self.fallbacks)
+        )
+
+    @property
     def supports_tools(self) -> bool | None:
         """The primary model's tool support."""
         return self.primary.supports_tools

@@ -96,6 +96,18 @@ class AgentRuntime:
         """The size of the tool definitions, which count toward ``limits.context_tokens``."""
         return len(json.dumps(self.tool_definitions, ensure_ascii=False)) if len(self.registry) else 0
 
+    @functools.cached_property
+    def shares_messages(self) -> bool:
+        """Whether a restored history's messages may stay the very dicts they were restored from
+        (a stored conversation kept in memory, restored again and again): nothing of this runtime
+        changes a message in place. Not with a ``python`` hook (it is handed the history's dicts)
+        nor a model that does not say it keeps them (``keeps_messages``: the httpx path does;
+        litellm's request transformations are not the runner's to vouch for, nor a cassette's)."""
+        hooks = (hook for chain in self.config.hooks.values() for hook in chain)
+        if any(hook.kind == "python" for hook in hooks):
+            return False
+        return getattr(self.model, "keeps_messages", False) is True
+
     def make_model(self, model_id: str) -> Model:
         """Another model of this agent's kind (``/model``): the same settings, another id."""
         return _model_by_id(self.config, self.settings, model_id)

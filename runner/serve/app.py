@@ -23,7 +23,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
-from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -31,7 +30,6 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Message, Send
 
 from runner.modes.structured import prepare_wire
 from runner.runtime.settings import RuntimeSettings
@@ -41,7 +39,7 @@ from runner.serve.doors import open_doors
 from runner.serve.engine import RequestRun
 from runner.serve.guard import HostGuard, is_loopback, normalize_origin
 from runner.serve.history import ChatHistory
-from runner.serve.http import JSON, read_body, require_json, unless_disconnected
+from runner.serve.http import JSON, Events, read_body, require_json, unless_disconnected
 from runner.serve.metrics import ServeTelemetry
 from runner.serve.outward import outward
 from runner.serve.protocol import ApiError, ChatRequest
@@ -77,21 +75,6 @@ def _model_card(served: ServedAgent | ServedWorkflow) -> dict[str, Any]:
     elif served.config.description:
         card["description"] = outward(served.config.description, served.config.secrets)
     return card
-
-
-class _Events(EventSourceResponse):
-    """sse-starlette's response without a cancel scope around each send when sends have no timeout
-    (``move_on_after(None)``: ~7 µs an event, on the event loop that relays every stream)."""
-
-    async def _send_with_timeout(self, send: Send, message: Message) -> None:
-        if self.send_timeout is not None:
-            await super()._send_with_timeout(send, message)
-            return
-        try:
-            await send(message)
-        except BaseException:
-            self._send_interrupted = True
-            raise
 
 
 async def _stream(run: RequestRun, writer: ChunkWriter) -> AsyncIterator[bytes]:
@@ -195,7 +178,7 @@ def create_app(
         state.track(run)
         if chat.stream:
             writer = ChunkWriter(chat.model, include_usage=chat.include_usage)
-            return _Events(_stream(run, writer), sep="\n")
+            return Events(_stream(run, writer), sep="\n")
         return await _complete(request, run, chat.model)
 
     async def api_error(request: Request, exc: Exception) -> Response:

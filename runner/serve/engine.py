@@ -435,7 +435,9 @@ class ChatRun(RequestRun):
                 )
                 # The transcript holds the whole conversation; the system prompt is the session's
                 # own, composed from the conversation's first input as one long session would have.
-                session.conversation.restore_parts(parts, first_input=chat.first_input)
+                session.conversation.restore_parts(
+                    parts, first_input=chat.first_input, copy=not session.runtime.shares_messages
+                )
             self._opened.set()
             inputs = [chat.text] if chat.text is not None else []
             result = await session.run(inputs, continue_waiting=not inputs)

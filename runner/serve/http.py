@@ -4,7 +4,8 @@
 check), ``read_body`` (the body within the size limit, 413, and the time limit, 408) and
 ``disconnected`` (returns when the client hangs up), ``unless_disconnected`` (a whole answer that
 the client's going away cancels, with its run) and ``replaying`` (a request's ``receive`` that gives
-again the messages a door read already, for the SDK behind it).
+again the messages a door read already, for the SDK behind it) and ``Events`` (sse-starlette's
+streamed response, one cancel scope fewer per event).
 """
 
 from __future__ import annotations
@@ -16,14 +17,24 @@ from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 import anyio
+from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Send
 
 from runner.serve.protocol import ApiError
 from runner.text import utf8
 
-__all__ = ["JSON", "disconnected", "is_json", "read_body", "replaying", "require_json", "unless_disconnected"]
+__all__ = [
+    "JSON",
+    "Events",
+    "disconnected",
+    "is_json",
+    "read_body",
+    "replaying",
+    "require_json",
+    "unless_disconnected",
+]
 
 T = TypeVar("T")
 
@@ -38,6 +49,21 @@ class Cancellable(Protocol):
 
 #: A body over the limit is still read (and dropped) up to this size, so the client gets its 413.
 _DRAIN_BYTES = 64 * 1024 * 1024
+
+
+class Events(EventSourceResponse):
+    """sse-starlette's response without a cancel scope around each send when sends have no timeout
+    (``move_on_after(None)``: ~7 µs an event, on the event loop that relays every stream)."""
+
+    async def _send_with_timeout(self, send: Send, message: Message) -> None:
+        if self.send_timeout is not None:
+            await super()._send_with_timeout(send, message)
+            return
+        try:
+            await send(message)
+        except BaseException:
+            self._send_interrupted = True
+            raise
 
 
 class JSON(JSONResponse):

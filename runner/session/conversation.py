@@ -199,7 +199,11 @@ class Conversation:
         assert last is not None
         cut = len(content) - limit
         before = ctxmod.message_chars(last)
-        last["content"] = f"{content[:limit]}\n[{why}: {cut:,} more characters cut]"
+        # a new dict: a message is never changed in place (it may be a stored conversation's)
+        last = self.history[-1] = {
+            **last,
+            "content": f"{content[:limit]}\n[{why}: {cut:,} more characters cut]",
+        }
         self.chars += ctxmod.message_chars(last) - before
         return cut
 
@@ -252,11 +256,15 @@ class Conversation:
         self.turn = turns
         self._answer_dangling_calls()
 
-    def restore_parts(self, parts: Sequence[Restored], *, first_input: str | None = None) -> None:
+    def restore_parts(
+        self, parts: Sequence[Restored], *, first_input: str | None = None, copy: bool = True
+    ) -> None:
         """Load a history made of ``parts`` (a client's messages, made ready once: ``Restored``)
         and write it to the transcript in one write; the system prompt is composed from
-        ``first_input`` when the next turn needs it. Each message is copied: a part's messages
-        are never changed, so it can be restored again. Calls left without a result are answered."""
+        ``first_input`` when the next turn needs it. Each message is copied, so that a part can be
+        restored again unchanged whatever is done to the history; ``copy=False`` when nothing can
+        change a message in place (``Runtime.shares_messages``: the conversation itself replaces
+        a message it changes). Calls left without a result are answered."""
         self.first_input = first_input
         if self.transcript is not None:
             records = chain.from_iterable(part.records for part in parts)
@@ -269,7 +277,7 @@ class Conversation:
         for part in parts:
             if part.shared and part.messages and self._shared is None:
                 self._shared = (len(self.history), part)
-            self.history.extend(map(dict, part.messages))
+            self.history.extend(map(dict, part.messages) if copy else part.messages)
             self.chars += part.chars
             self.names.update(part.names)
             counted += part.turns

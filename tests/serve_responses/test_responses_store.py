@@ -200,3 +200,27 @@ def test_a_continuation_reuses_the_stored_renders_of_its_user_texts(
     path.write_text(json.dumps(record))
     fourth = client.responses.create(model="wrap", input="d", previous_response_id=second.id)
     assert fourth.output_text == "U: a | U: b | U: d"
+
+
+MARKING_HOOK = """\
+def mark(event):
+    for message in event.messages:
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            message["content"] += "!"
+"""
+
+
+def test_a_python_hook_changing_messages_in_place_leaves_the_stored_conversation_as_it_was(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any]
+) -> None:
+    server = scripted(echo)
+    (agent_files.root / "marking_hooks.py").write_text(MARKING_HOOK)
+    agent_files.write("marked", server, "hooks:\n  turn_pre:\n    - python: marking_hooks:mark")
+    client = serve_app([agent_files.root]).openai()
+    first = client.responses.create(model="marked", input="one")
+    assert first.output_text == "one!", "the hook changed what this turn sent"
+    for text in ("two", "three"):  # two branches from one response, each from it as it was stored
+        answer = client.responses.create(model="marked", input=text, previous_response_id=first.id)
+        assert answer.output_text == f"one! | {text}!"
+        deeper = client.responses.create(model="marked", input="more", previous_response_id=answer.id)
+        assert deeper.output_text == f"one! | {text}! | more!"

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
-from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -29,7 +28,7 @@ from runner.serve.dispatch import open_request_run
 from runner.serve.door_spec import Door
 from runner.serve.engine import EndPiece, RequestRun
 from runner.serve.history import ChatHistory
-from runner.serve.http import JSON, read_body, require_json, unless_disconnected
+from runner.serve.http import JSON, Events, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
 from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
@@ -249,7 +248,7 @@ class ResponsesDoor:
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
         if parsed.chat.stream:
-            return EventSourceResponse(self._stream(run, builder, read, key), sep="\n")
+            return Events(self._stream(run, builder, read, key), sep="\n")
         response = await unless_disconnected(request.receive, run, self._collect(run, builder, read, key))
         if response is None:
             return Response(status_code=499)  # nobody is there to read it

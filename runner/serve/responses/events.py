@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from runner.models.base import ToolCall, Usage
@@ -38,15 +39,20 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` without making an encoder for
+#: each event (a stream has a dozen).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def encode_event(event: dict[str, Any]) -> bytes:
     """One server-sent event, named by its ``type`` as the API sends them."""
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    return b"event: " + event["type"].encode() + b"\ndata: " + utf8(data) + b"\n\n"
+    return b"event: " + event["type"].encode() + b"\ndata: " + utf8(_JSON.encode(event)) + b"\n\n"
 
 
-def encode_events(events: list[dict[str, Any]]) -> bytes:
-    """Events made together, as one write (fewer sends when a piece opens or closes an item)."""
-    return b"".join(encode_event(event) for event in events)
+def encode_events(events: Sequence[dict[str, Any] | bytes]) -> bytes:
+    """Events made together, as one write (fewer sends when a piece opens or closes an item); an
+    event already encoded is written as it is."""
+    return b"".join(event if isinstance(event, bytes) else encode_event(event) for event in events)
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:
@@ -85,12 +91,27 @@ class ResponseBuilder:
         """The response as it is now (items are changed in place later; their parts are replaced)."""
         return {**self.response, "output": [dict(item) for item in self.output]}
 
-    def start(self) -> list[dict[str, Any]]:
-        """``response.created`` and ``response.in_progress``."""
+    def start(self) -> list[dict[str, Any] | bytes]:
+        """``response.created`` and ``response.in_progress``, encoded (``encode_event``'s bytes):
+        the response they both carry is encoded once."""
+        response = utf8(_JSON.encode(self._snapshot()))
         return [
-            self._event("response.created", response=self._snapshot()),
-            self._event("response.in_progress", response=self._snapshot()),
+            self._with_response("response.created", response),
+            self._with_response("response.in_progress", response),
         ]
+
+    def _with_response(self, kind: str, response: bytes) -> bytes:
+        """``encode_event(self._event(kind, response=...))`` with the response encoded already."""
+        head = _JSON.encode(self._event(kind))  # {"type":...,"sequence_number":N}
+        return (
+            b"event: "
+            + kind.encode()
+            + b"\ndata: "
+            + head[:-1].encode()
+            + b',"response":'
+            + response
+            + b"}\n\n"
+        )
 
     # ----------------------------------------------------------------- items
 
