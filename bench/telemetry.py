@@ -15,7 +15,9 @@
 
 Run: ``python -m bench.telemetry [--runs N] [--only steps|metrics] [--scrapes N]``; the model's
 httpx pools compared under the same load: ``python -m bench.telemetry --pools 1,4 --runs 3``;
-``--no-freeze`` serves without ``runner serve``'s ``gc.freeze()``, as this bench did before.
+``--no-freeze`` serves without ``runner serve``'s ``gc.freeze()``, as this bench did before;
+``--model-apart`` runs the per-step rounds with the scripted model in a process of its own (for
+reference: the judged rounds keep it in this process, as the bench always has).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import asyncio
 import gc
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -31,6 +34,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -67,7 +71,7 @@ def receiver() -> Iterator[str]:
         server.server_close()
 
 
-def _agent(folder: Path, server: ScriptedServer) -> Path:
+def _agent(folder: Path, server: Any) -> Path:
     (folder / "bench_otel_tools.py").write_text(TOOLS_MODULE)
     path = folder / "adder.yaml"
     path.write_text(
@@ -90,7 +94,7 @@ def _agent(folder: Path, server: ScriptedServer) -> Path:
     return path
 
 
-async def _session(path: Path, server: ScriptedServer) -> tuple[float, float]:
+async def _session(path: Path, server: Any) -> tuple[float, float]:
     """One session: its wall time and the loop thread's CPU time, each a step (s)."""
     from runner.testing import run_agent
 
@@ -104,7 +108,7 @@ async def _session(path: Path, server: ScriptedServer) -> tuple[float, float]:
 ON = "tracing on (OTLP to 127.0.0.1)"
 
 
-def _rounds(path: Path, server: ScriptedServer, runs: int) -> dict[str, list[float]]:
+def _rounds(path: Path, server: Any, runs: int) -> dict[str, list[float]]:
     """``runs`` rounds of a session with tracing off, then one with it on and the export of its
     spans and metrics (``telemetry.flush``: CPU of all this process's threads, a step)."""
     import runner.telemetry as telemetry
@@ -127,22 +131,54 @@ def _rounds(path: Path, server: ScriptedServer, runs: int) -> dict[str, list[flo
     return samples
 
 
-def per_step(runs: int) -> bool:
+@dataclass
+class _ModelApart:
+    """The scripted model in a process of its own (what ``run_agent``'s ``server`` needs of it)."""
+
+    base_url: str
+    model: str = "scripted"
+    requests: tuple[Any, ...] = ()
+
+
+@contextmanager
+def _model_apart() -> Iterator[_ModelApart]:
+    """The same stepping script served by a process of its own, as a real model always is."""
+    code = (
+        "import sys\nfrom bench.loop import stepping_script\nfrom runner.testing import ScriptedServer\n"
+        f"with ScriptedServer(stepping_script({STEPS}, 1), repeat=True) as s:\n"
+        "    print(s.base_url, flush=True)\n    sys.stdin.read()\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=root
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        yield _ModelApart(process.stdout.readline().strip())
+    finally:
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def per_step(runs: int, *, apart: bool = False) -> bool:
     """Tracing off vs on (OTLP to a local receiver), per step; the loop thread's CPU and the
-    export's beside it, for reference (the target is on the wall time)."""
+    export's beside it, for reference (the target is on the wall time). With ``apart``, the model
+    runs in a process of its own (reference: the judged figure keeps it in this one)."""
     import os
 
     folder = Path(tempfile.mkdtemp(prefix="bench-otel-"))
     sys.path.insert(0, str(folder))
-    with ScriptedServer(stepping_script(STEPS, 1), repeat=True) as server, receiver() as endpoint:
+    model = _model_apart() if apart else ScriptedServer(stepping_script(STEPS, 1), repeat=True)
+    with model as server, receiver() as endpoint:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
         path = _agent(folder, server)
         asyncio.run(_session(path, server))  # warm: imports, the tools module
         clean = not any(name.startswith("opentelemetry") for name in sys.modules)
         samples = _rounds(path, server, runs)
     walls = {"tracing off": samples["off"], ON: samples["on"]}
+    where = ", the model in a process of its own" if apart else ""
     ok = report(
-        f"tracing on vs off, per step ({STEPS} steps, median of {runs})",
+        f"tracing on vs off, per step ({STEPS} steps, median of {runs}{where})",
         {name: statistics.median(values) for name, values in walls.items()},
         floor="tracing off",
         target=1.05,
@@ -419,6 +455,11 @@ def main(argv: list[str] | None = None) -> int:
         "--pools", help="compare the model's httpx pool counts under load, e.g. 1,4 (rounds: --runs)"
     )
     parser.add_argument(
+        "--model-apart",
+        action="store_true",
+        help="per step: the scripted model in a process of its own (as a real model is), for reference",
+    )
+    parser.add_argument(
         "--no-freeze",
         action="store_true",
         help="serve without runner serve's gc.freeze() (how this bench ran before 2026-12-03)",
@@ -427,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     freeze = not args.no_freeze
     ok = True
     if args.only != "metrics" and not args.pools:
-        ok = per_step(args.runs)
+        ok = per_step(args.runs, apart=args.model_apart)
     if args.pools:
         counts = [int(part) for part in args.pools.split(",")]
         ok = pools_compared(args.runs, counts, args.scrapes, freeze=freeze) and ok
