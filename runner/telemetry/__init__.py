@@ -230,12 +230,12 @@ class Scope:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         error = _error_type(exc) if exc is not None else self.attributes.get("error.type")
+        duration = time.perf_counter() - self._start
         if self.span is not None:
-            _tracing.end(self.span, self._token, self.attributes, error, exc)
+            _tracing.end(self.span, self._token, self.attributes, error, exc, duration)
         if self._agent_token is not None:
             _agent.reset(self._agent_token[0])
             _secrets.reset(self._agent_token[1])
-        duration = time.perf_counter() - self._start
         for recorder in _recorders:
             recorder.ended(self.kind, self.attributes, duration, error)
 

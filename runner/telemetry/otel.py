@@ -210,9 +210,11 @@ class Tracing:
         attributes: Mapping[str, Any],
         error: str | None,
         exc: BaseException | None,
+        took_s: float | None = None,
     ) -> None:
         """End ``span`` (its error, if any), queue a model call's metrics for the next collection,
-        restore the context."""
+        restore the context. ``took_s``: the call's duration as its scope measured it, for a span
+        the sampler left unrecorded (it has no times; the call is measured all the same)."""
         if error:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
@@ -220,7 +222,7 @@ class Tracing:
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
             start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
-            took = (end - start) / 1e9 if start is not None and end is not None else None
+            took = (end - start) / 1e9 if start is not None and end is not None else took_s
             pending = self._pending
             pending.append((took, attributes, error, span.get_span_context()))
             if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import runner.telemetry as telemetry
 from runner.models.base import Reply, Usage
@@ -125,3 +127,22 @@ def test_the_service_is_named_runner_unless_the_environment_names_it(
     attributes = otel._resource().attributes
     assert attributes["service.name"] == expected
     assert attributes["service.version"] == otel.__version__
+
+
+async def test_a_call_the_sampler_leaves_unrecorded_is_measured_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")  # docs/observability.md: sampling
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    telemetry.enable(exporter=exporter, metric_reader=reader, batch=False)
+    try:
+        path = write_agent(tmp_path, BODY, TOOLS)
+        script = [tool_call("lookup", city="Oslo"), Reply(content="Sunny.", usage=Usage(7, 3, 10))]
+        await run_agent(path, "Weather?", script=script)
+        traces = Traces(exporter, reader)
+        assert exporter.get_finished_spans() == ()  # nothing recorded
+        durations = traces.metric_points("gen_ai.client.operation.duration")
+        assert [p.count for p in durations] == [2]  # both calls measured, from their scopes
+        assert 0 < durations[0].sum < 60
+    finally:
+        telemetry.disable()
