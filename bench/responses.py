@@ -275,7 +275,7 @@ def main(argv: list[str]) -> int:
         print("server:", line.rstrip(), file=sys.stderr)
     m, p50 = result["medians"], result["p50"]
     fb, w, c = m["fb_resp"] / m["fb_chat"], m["w_resp"] / m["w_chat"], m["c_deep"] / m["c_2"]
-    wide = p50["responses"] / p50["chat"] if p50["chat"] else 0.0
+    wide = p50["responses"] / p50["chat"] if p50.get("chat") else 0.0  # none with --clients 0
     lines = [
         f"## runner serve: /v1/responses against /v1/chat/completions (medians of {args.runs * 10})",
         f"streamed, first byte      chat {m['fb_chat']:6.2f} ms  responses {m['fb_resp']:6.2f} ms  "
