@@ -280,7 +280,7 @@ def test_a_continuation_reads_a_record_it_just_stored_from_memory(
     monkeypatch.setattr(Path, "read_bytes", counted)
     follow = client.responses.create(model="echo", input="two", previous_response_id=first.id)
     assert follow.output_text == "one | two" and read == []
-    path = home / "serve" / "responses" / f"{first.id}.json"
+    (path,) = written(home, first.id)
     path.write_bytes(real(path) + b" ")  # the same record, its file changed: read again
     again = client.responses.create(model="echo", input="three", previous_response_id=first.id)
     assert again.output_text == "one | three" and first.id in read
