@@ -125,8 +125,8 @@ class ResponsesDoor:
                 raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
             stored = await self._load(previous, key, "previous_response_id")
         weight = 0
-        if stored is not None and "prepared" not in stored.derived:  # a record still being written
-            weight = stored.size or _INLINE_DECODE_BYTES  # has no size yet: taken as a large one
+        if stored is not None and "prepared" not in stored.derived:  # to be converted here
+            weight = stored.size or _INLINE_DECODE_BYTES  # still being written: no size yet, large
         if len(raw) + weight <= _INLINE_DECODE_BYTES:  # small, or converted once already
             return self._parse(body, stored)
         return await anyio.to_thread.run_sync(self._parse, body, stored)

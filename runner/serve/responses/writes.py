@@ -69,7 +69,11 @@ class StoredJSON(JSON):
     """A whole answer whose record is written once it is sent (``then``)."""
 
     def __init__(self, content: object, *, then: Callable[[], None]) -> None:
-        super().__init__(content)
+        try:
+            super().__init__(content)
+        except BaseException:  # not rendered: nothing will be sent, the record is written now
+            then()
+            raise
         self.then = then
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
