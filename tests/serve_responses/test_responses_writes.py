@@ -17,6 +17,7 @@ import pytest
 
 from runner.errors import StorageError
 from runner.serve.conversations import owner_tag
+from runner.serve.responses import writes
 from runner.serve.responses.store import ResponseNotFound, ResponseStore, StoredResponse
 from tests.serve_responses.conftest import written
 
@@ -200,3 +201,16 @@ def test_a_staged_record_dropped_by_a_failed_write_and_marked_by_a_delete(tmp_pa
     assert store.staged() == []
     with pytest.raises(ResponseNotFound):
         store.load(response["id"], None)
+
+
+def test_with_too_many_writes_in_flight_an_answer_waits_for_its_own(
+    gate: Gate, echo_agent: Path, serve_app: Callable[..., Any], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writes, "MAX_IN_FLIGHT", 0)  # every write counts as one too many
+    client = serve_app([echo_agent]).openai()
+    threading.Timer(0.2, gate.open.set).start()
+    first = client.responses.create(model="echo", input="one")
+    assert _record(home, first.id).exists(), "written before the answer went out"
+    with client.responses.stream(model="echo", input="two", previous_response_id=first.id) as stream:
+        streamed = stream.get_final_response()
+    assert _record(home, streamed.id).exists() and streamed.output_text == "one | two"

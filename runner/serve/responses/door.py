@@ -227,6 +227,16 @@ class ResponsesDoor:
         self.store.stage(stored)
         return stored
 
+    async def _keep(self, stored: StoredResponse | None, staged: list[StoredResponse]) -> None:
+        """``stored`` to be written once its answer is sent (``staged``), or now when too many
+        writes are in flight already (``RecordWrites.full``)."""
+        if stored is None:
+            return
+        if self.writes.full:
+            await self.writes.now(stored)
+        else:
+            staged.append(stored)
+
     def _then_write(self, staged: list[StoredResponse]) -> Callable[[], None]:
         """What a response calls once it is sent: the write of the record its run staged, if any."""
 
@@ -291,9 +301,7 @@ class ResponsesDoor:
                 if piece.error is not None:
                     raise piece.error
                 builder.finish(piece)
-                stored = self._stage(builder, read, key, piece)
-                if stored is not None:
-                    staged.append(stored)
+                await self._keep(self._stage(builder, read, key, piece), staged)
                 return builder.response
             builder.feed(piece)
         raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
@@ -311,9 +319,8 @@ class ResponsesDoor:
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
-                    stored = self._stage(builder, read, key, piece)  # findable before the last event
-                    if stored is not None:
-                        staged.append(stored)
+                    # findable before the last event goes out
+                    await self._keep(self._stage(builder, read, key, piece), staged)
                 else:
                     events = builder.feed(piece)
                 if events:

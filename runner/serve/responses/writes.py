@@ -5,7 +5,8 @@ before its body or its last event goes out, and written to disk once the answer 
 ``StoredJSON`` and ``StoredEvents`` start the write when their sending ends (sent, or failed:
 a staged record is always written or dropped, never left staged). The write runs in a worker
 thread on a task of its own, so the request is over for the client when its body is, and the
-server waits for every write at shutdown (``RecordWrites.drain``, from the door's lifespan). A
+server waits for every write at shutdown (``RecordWrites.drain``, from the door's lifespan);
+with ``MAX_IN_FLIGHT`` writes in flight, an answer waits for its own record's write first. A
 write that fails is logged with the response's id and the reason, and the record is dropped
 (``ResponseStore.save``): later requests get the 404 of an unknown id.
 """
@@ -27,6 +28,11 @@ __all__ = ["RecordWrites", "StoredEvents", "StoredJSON"]
 
 log = logging.getLogger("runner.serve")
 
+#: Writes in flight past which an answer waits for its own record's write (as before they were
+#: written after the answer): a disk slower than the rate of stored answers holds back answers
+#: instead of growing the records waiting in memory.
+MAX_IN_FLIGHT = 256
+
 
 class RecordWrites:
     """The record writes of one server in flight (each on a task of its own)."""
@@ -44,6 +50,15 @@ class RecordWrites:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    @property
+    def full(self) -> bool:
+        """Whether an answer should wait for its record's write (``now``) instead."""
+        return len(self._tasks) >= MAX_IN_FLIGHT
+
+    async def now(self, stored: StoredResponse) -> None:
+        """Write ``stored`` (staged already) before its answer goes out; a failure as ``start``'s."""
+        await self._write(stored)
 
     async def _write(self, stored: StoredResponse) -> None:
         try:
