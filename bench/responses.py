@@ -7,7 +7,8 @@ is still closing when its answer is out, and the next request pays for it: in a 
 was always the same door's):
 
 - **first byte, streamed**: median time to the first byte of a streamed answer, one request at a
-  time (target: Responses within 1.1x of chat);
+  time (target: Responses within 1.1x of chat); and, of the same requests, the time until the
+  client has read the whole stream (``response.completed`` and the stream's end);
 - **whole answer**: median time of a request without streaming (target: within 1.1x);
 - **continuing**: median time of a request continuing by ``previous_response_id`` a chain 200
   turns deep against one 2 turns deep (``store: false``, so the chains stay as they are; target:
@@ -68,8 +69,11 @@ def _complete(kind: str, data: bytes) -> bool:
     return b"event: response.completed" in data
 
 
-async def first_byte(client: httpx.AsyncClient, url: str, kind: str, **extra: Any) -> float:
-    """Seconds to the first byte of one streamed answer (read to its end)."""
+async def first_byte(
+    client: httpx.AsyncClient, url: str, kind: str, whole: list[float] | None = None, **extra: Any
+) -> float:
+    """Seconds to the first byte of one streamed answer (read to its end; the seconds to its end
+    are appended to ``whole``)."""
     path, body = _body(kind, True, **extra)
     sent = time.perf_counter()
     first = 0.0
@@ -79,6 +83,8 @@ async def first_byte(client: httpx.AsyncClient, url: str, kind: str, **extra: An
             if not data:
                 first = time.perf_counter() - sent
             data += chunk
+    if whole is not None:
+        whole.append(time.perf_counter() - sent)
     if response.status_code != 200 or not _complete(kind, data):
         raise RuntimeError(f"{kind}: {response.status_code} {data[-300:]!r}")
     return first
@@ -182,7 +188,7 @@ def _limits(connections: int) -> httpx.Limits:
 async def measure(
     url: str, *, runs: int, clients: int, deep: int, pid: int = 0, one_pool: bool = False
 ) -> dict[str, Any]:
-    keys = ("fb_chat", "fb_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
+    keys = ("fb_chat", "fb_resp", "s_chat", "s_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
     samples: dict[str, list[float]] = {k: [] for k in keys}
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(
@@ -198,8 +204,8 @@ async def measure(
         ]
         resent = {"messages": turn * deep + turn[:1]}  # the same conversation, resent to chat
         timed: dict[str, Callable[[], Awaitable[float]]] = {
-            "fb_chat": lambda: first_byte(client, url, "chat"),
-            "fb_resp": lambda: first_byte(client, url, "responses"),
+            "fb_chat": lambda: first_byte(client, url, "chat", samples["s_chat"]),
+            "fb_resp": lambda: first_byte(client, url, "responses", samples["s_resp"]),
             "w_chat": lambda: seconds(whole(client, url, "chat")),
             "w_resp": lambda: seconds(whole(client, url, "responses")),
             "c_2": lambda: seconds(
@@ -269,11 +275,13 @@ def main(argv: list[str]) -> int:
         print("server:", line.rstrip(), file=sys.stderr)
     m, p50 = result["medians"], result["p50"]
     fb, w, c = m["fb_resp"] / m["fb_chat"], m["w_resp"] / m["w_chat"], m["c_deep"] / m["c_2"]
-    wide = p50["responses"] / p50["chat"] if p50["chat"] else 0.0
+    wide = p50["responses"] / p50["chat"] if p50.get("chat") else 0.0  # none with --clients 0
     lines = [
         f"## runner serve: /v1/responses against /v1/chat/completions (medians of {args.runs * 10})",
         f"streamed, first byte      chat {m['fb_chat']:6.2f} ms  responses {m['fb_resp']:6.2f} ms  "
         f"{fb:.2f}x  {verdict(fb, 1.1)}",
+        f"streamed, whole stream    chat {m['s_chat']:6.2f} ms  responses {m['s_resp']:6.2f} ms  "
+        f"{m['s_resp'] / m['s_chat']:.2f}x",
         f"whole answer              chat {m['w_chat']:6.2f} ms  responses {m['w_resp']:6.2f} ms  "
         f"{w:.2f}x  {verdict(w, 1.1)}",
         f"continue after 2 / {args.deep:<4}    {m['c_2']:6.2f} ms  / {m['c_deep']:6.2f} ms  "

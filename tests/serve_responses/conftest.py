@@ -4,6 +4,7 @@ response checked against the openai SDK's own types (the event stream's order an
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,17 @@ class ResponsesRecorder(Recorder):
         return checked
 
 
+def written(home: Path, *ids: str, timeout_s: float = 10.0) -> list[Path]:
+    """The record files of ``ids``, once each is on disk: a stored response's record is written
+    just after its answer goes out (``responses/writes.py``)."""
+    paths = [home / "serve" / "responses" / f"{response_id}.json" for response_id in ids]
+    deadline = time.monotonic() + timeout_s
+    while not all(path.exists() for path in paths):
+        assert time.monotonic() < deadline, f"not written within {timeout_s} s: {ids}"
+        time.sleep(0.005)
+    return paths
+
+
 @pytest.fixture
 def scripted(scripted_server: Callable[..., ScriptedServer]) -> Callable[..., ScriptedServer]:
     return scripted_server
@@ -133,4 +145,4 @@ def serve_app(home: Path, recorder: ResponsesRecorder) -> Iterator[Callable[...,
         yield start
 
 
-__all__ = ["check_events", "check_response", "parse_events", "parse_sse"]
+__all__ = ["check_events", "check_response", "parse_events", "parse_sse", "written"]

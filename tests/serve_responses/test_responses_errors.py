@@ -134,5 +134,7 @@ def test_a_model_failure_is_a_502_whole_and_a_failed_event_streamed(
         and "bad thing" in events[-1]["response"]["error"]["message"]
     )
     assert not list((home / "serve" / "responses").glob("*.json")), "a failed run stores nothing"
+    with pytest.raises(openai.NotFoundError):  # nor keeps it in memory to be written later
+        client.responses.retrieve(events[-1]["response"]["id"])
     with served.http() as http:
         assert json.loads(http.get("/health").text)["status"] == "ok"

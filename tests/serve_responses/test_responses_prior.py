@@ -19,6 +19,7 @@ from runner.serve.responses.prior import EMPTY, continue_conversation, prepared
 from runner.serve.responses.store import RecentResponses, StoredResponse
 from runner.session.conversation import Conversation
 from runner.store.transcript import find_transcript
+from tests.serve_responses.conftest import written
 
 
 def echo(body: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def test_a_record_edited_on_disk_is_read_again(client: Any, home: Path) -> None:
     assert client.responses.create(model="echo", input="x", previous_response_id=second.id).output_text == (
         "one | two | x"
     )
-    path = home / "serve" / "responses" / f"{second.id}.json"
+    (path,) = written(home, second.id)
 
     def rewrite(record: dict[str, Any]) -> None:
         record["messages"][0]["content"] = "edited by hand"
@@ -235,6 +236,7 @@ def test_a_record_replaced_damaged_or_deleted_on_disk_is_not_served_from_memory(
 ) -> None:
     first = client.responses.create(model="echo", input="one")
     other = client.responses.create(model="echo", input="other")
+    written(home, first.id, other.id)
     folder = home / "serve" / "responses"
     path = folder / f"{first.id}.json"
     (folder / "swap.json").write_bytes((folder / f"{other.id}.json").read_bytes())
@@ -278,7 +280,7 @@ def test_a_continuation_reads_a_record_it_just_stored_from_memory(
     monkeypatch.setattr(Path, "read_bytes", counted)
     follow = client.responses.create(model="echo", input="two", previous_response_id=first.id)
     assert follow.output_text == "one | two" and read == []
-    path = home / "serve" / "responses" / f"{first.id}.json"
+    (path,) = written(home, first.id)
     path.write_bytes(real(path) + b" ")  # the same record, its file changed: read again
     again = client.responses.create(model="echo", input="three", previous_response_id=first.id)
     assert again.output_text == "one | three" and first.id in read

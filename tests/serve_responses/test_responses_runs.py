@@ -4,6 +4,7 @@ workflow model answers too."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,13 +60,18 @@ def test_a_client_that_disconnects_mid_stream_cancels_and_stores_nothing(
         ) as answer,
     ):
         assert answer.status_code == 200
+        ids = []
         for line in answer.iter_lines():
+            if line.startswith("data: ") and not ids:
+                ids.append(json.loads(line[len("data: ") :])["response"]["id"])
             if "response.output_item.done" in line:
                 break  # the text is out, the tool is running: hang up
         wait_for(lambda: (marks / "started").exists(), what="the tool to start")
     wait_for(lambda: (marks / "cancelled").exists(), what="the tool to see its cancellation")
     wait_for(lambda: served.runs() == 0, what="the run to end")
     assert not list((home / "serve" / "responses").glob("*.json")), "a cancelled run stores nothing"
+    with served.http() as http:  # nor keeps it in memory to be written later
+        assert http.get(f"/v1/responses/{ids[0]}").status_code == 404
 
 
 def test_a_limit_makes_the_response_incomplete(

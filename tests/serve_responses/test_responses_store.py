@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from runner.cli import main
 from runner.serve.responses.store import ResponseStore, StoredResponse
+from tests.serve_responses.conftest import written
 
 
 def echo(body: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +65,9 @@ def test_retrieve_input_items_and_delete(served: Any, home: Path) -> None:
 def test_store_false_keeps_nothing(served: Any, home: Path) -> None:
     client = served.openai()
     response = client.responses.create(model="echo", input="secret", store=False)
-    assert response.store is False and _files(home) == []
+    kept = client.responses.create(model="echo", input="kept")
+    stored = written(home, kept.id)
+    assert response.store is False and _files(home) == stored, "only the stored one"
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(response.id)
     with pytest.raises(openai.NotFoundError):
@@ -101,7 +104,7 @@ def test_a_damaged_record_fails_alone(served: Any, home: Path) -> None:
     client = served.openai()
     good = client.responses.create(model="echo", input="good")
     bad = client.responses.create(model="echo", input="bad")
-    path = home / "serve" / "responses" / f"{bad.id}.json"
+    _, path = written(home, good.id, bad.id)
     path.write_bytes(path.read_bytes()[:40])  # cut short, as a disk that lost the tail
     (path.parent / f"{good.id}.json.tmp").write_bytes(b"{half")  # a write a kill -9 interrupted
     for attempt in (
@@ -135,6 +138,7 @@ def test_a_chain_continues_from_its_last_record_alone(served: Any, home: Path) -
     previous = None
     for n in range(6):
         previous = client.responses.create(model="echo", input=f"t{n}", previous_response_id=previous).id
+        written(home, previous)
     for path in _files(home):
         if path.stem != previous:
             path.unlink()  # nothing of the chain but its last response is read
@@ -145,6 +149,7 @@ def test_a_chain_continues_from_its_last_record_alone(served: Any, home: Path) -
 def test_a_thousand_deep_chain_is_one_record(served: Any, home: Path) -> None:
     client = served.openai()
     first = client.responses.create(model="echo", input="t0")
+    written(home, first.id)
     store = ResponseStore(home)
     record = store.load(first.id, None)
     messages = list(record.messages)
@@ -189,7 +194,7 @@ def test_a_continuation_reuses_the_stored_renders_of_its_user_texts(
     first = client.responses.create(model="wrap", input="a")
     second = client.responses.create(model="wrap", input="b", previous_response_id=first.id)
     assert second.output_text == "U: a | U: b"  # the earlier text rendered once, as it was sent
-    path = home / "serve" / "responses" / f"{second.id}.json"
+    (path,) = written(home, second.id)
     record = json.loads(path.read_text())
     assert record["rendered"]["texts"]["a"] == {"role": "user", "content": "U: a"}
     record["rendered"]["texts"]["a"]["content"] = "kept: a"  # what was sent is what is sent again

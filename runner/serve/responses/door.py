@@ -4,14 +4,16 @@
 A request is read into the chat door's ``ChatRequest`` and history (``items.py``), run by the
 chat door's run (``dispatch.open_request_run``: an agent's ``ChatRun`` or a ``WorkflowRun``), and
 its pieces are rendered as a response (``events.py``). A completed (or incomplete) response is
-stored before its last event goes out (``store.py``); a failed or cancelled run stores nothing,
-so the previous state stays the one to continue.
+staged in the store before its last event or its body goes out (findable at once) and written
+to disk once the answer is sent (``writes.py``); a failed or cancelled run stores nothing, so the
+previous state stays the one to continue.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,7 +30,7 @@ from runner.serve.dispatch import open_request_run
 from runner.serve.door_spec import Door
 from runner.serve.engine import EndPiece, RequestRun
 from runner.serve.history import ChatHistory
-from runner.serve.http import JSON, Events, read_body, require_json, unless_disconnected
+from runner.serve.http import JSON, read_body, require_json, unless_disconnected
 from runner.serve.protocol import ApiError
 from runner.serve.request import decode_json
 from runner.serve.responses.events import ResponseBuilder, encode_events, new_id
@@ -42,6 +44,7 @@ from runner.serve.responses.store import (
     StoredResponse,
     StoredResponseUnreadable,
 )
+from runner.serve.responses.writes import RecordWrites, StoredEvents, StoredJSON
 from runner.serve.state import ServeState
 
 __all__ = ["door"]
@@ -81,6 +84,7 @@ class ResponsesDoor:
     def __init__(self, state: ServeState) -> None:
         self.state = state
         self._store: ResponseStore | None = None
+        self.writes = RecordWrites(lambda: self.store, state.report)
 
     @property
     def store(self) -> ResponseStore:
@@ -120,7 +124,9 @@ class ResponsesDoor:
             if not isinstance(previous, str):
                 raise ApiError(400, "'previous_response_id' must be a string", param="previous_response_id")
             stored = await self._load(previous, key, "previous_response_id")
-        weight = stored.size if stored is not None and "prepared" not in stored.derived else 0
+        weight = 0
+        if stored is not None and "prepared" not in stored.derived:  # to be converted here
+            weight = stored.size or _INLINE_DECODE_BYTES  # still being written: no size yet, large
         if len(raw) + weight <= _INLINE_DECODE_BYTES:  # small, or converted once already
             return self._parse(body, stored)
         return await anyio.to_thread.run_sync(self._parse, body, stored)
@@ -195,11 +201,14 @@ class ResponsesDoor:
             "usage": None,
         }
 
-    async def _commit(self, builder: ResponseBuilder, read: Read, key: str | None, end: EndPiece) -> None:
-        """Store a response that did not fail (with the conversation at it), if the request asks."""
+    def _stage(
+        self, builder: ResponseBuilder, read: Read, key: str | None, end: EndPiece
+    ) -> StoredResponse | None:
+        """Stage a response that did not fail (with the conversation at it), if the request asks:
+        findable at once, written once the answer is sent (``writes.py``)."""
         parsed = read.parsed
         if not parsed.store or builder.response["status"] == "failed":
-            return
+            return None
         answer = builder.assistant_message()
         derived: dict[str, Any] = {}
         if read.next is not None:  # its conversation converted already: the next request's base
@@ -215,9 +224,28 @@ class ResponsesDoor:
             rendered_key=read.history.rendered_key,
             derived=derived,
         )
-        # in a worker thread: under load a file system call can take milliseconds, and the event
-        # loop keeps every other stream going meanwhile
-        await anyio.to_thread.run_sync(self.store.save, stored)
+        self.store.stage(stored)
+        return stored
+
+    async def _keep(self, stored: StoredResponse | None, staged: list[StoredResponse]) -> None:
+        """``stored`` to be written once its answer is sent (``staged``), or now when too many
+        writes are in flight already (``RecordWrites.full``)."""
+        if stored is None:
+            return
+        if self.writes.full:
+            await self.writes.now(stored)
+        else:
+            staged.append(stored)
+
+    def _then_write(self, staged: list[StoredResponse]) -> Callable[[], None]:
+        """What a response calls once it is sent: the write of the record its run staged, if any."""
+
+        def write() -> None:
+            for stored in staged:
+                self.writes.start(stored)
+            staged.clear()
+
+        return write
 
     def _model_id(self, name: str) -> str | None:
         """The model id of the agent served as ``name`` (None: a workflow, unknown, or none named)."""
@@ -247,12 +275,18 @@ class ResponsesDoor:
         builder = ResponseBuilder(
             self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
         )
+        staged: list[StoredResponse] = []
         if parsed.chat.stream:
-            return Events(self._stream(run, builder, read, key), sep="\n")
-        response = await unless_disconnected(request.receive, run, self._collect(run, builder, read, key))
+            stream = self._stream(run, builder, read, key, staged)
+            return StoredEvents(stream, then=self._then_write(staged), sep="\n")
+        collect = self._collect(run, builder, read, key, staged)
+        response = await unless_disconnected(request.receive, run, collect)
         if response is None:
-            return Response(status_code=499)  # nobody is there to read it
-        return JSON(response)
+            self._then_write(staged)()  # nobody is there to read it; a record staged is kept
+            return Response(status_code=499)
+        if not staged:
+            return JSON(response)
+        return StoredJSON(response, then=self._then_write(staged))
 
     async def _collect(
         self,
@@ -260,13 +294,14 @@ class ResponsesDoor:
         builder: ResponseBuilder,
         read: Read,
         key: str | None,
+        staged: list[StoredResponse],
     ) -> dict[str, Any]:
         async for piece in run.pieces():
             if isinstance(piece, EndPiece):
                 if piece.error is not None:
                     raise piece.error
                 builder.finish(piece)
-                await self._commit(builder, read, key, piece)
+                await self._keep(self._stage(builder, read, key, piece), staged)
                 return builder.response
             builder.feed(piece)
         raise ApiError(500, "the run ended without an answer", type="server_error", retry=False)
@@ -277,13 +312,15 @@ class ResponsesDoor:
         builder: ResponseBuilder,
         read: Read,
         key: str | None,
+        staged: list[StoredResponse],
     ) -> AsyncIterator[bytes]:
         try:
             yield encode_events(builder.start())
             async for piece in run.pieces():
                 if isinstance(piece, EndPiece):
                     events = builder.finish(piece)
-                    await self._commit(builder, read, key, piece)
+                    # findable before the last event goes out
+                    await self._keep(self._stage(builder, read, key, piece), staged)
                 else:
                     events = builder.feed(piece)
                 if events:
@@ -315,8 +352,16 @@ class ResponsesDoor:
 
 
 def door(state: ServeState) -> Door:
-    """The Responses API door on ``state``."""
+    """The Responses API door on ``state`` (its lifespan waits for the record writes at shutdown)."""
     responses = ResponsesDoor(state)
+
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await responses.writes.drain()
+
     paths = ("/v1/responses", "/v1/responses/{id}", "/v1/responses/{id}/input_items")
     routes = [
         Route("/v1/responses", responses.create, methods=["POST"]),
@@ -324,4 +369,4 @@ def door(state: ServeState) -> Door:
         Route("/v1/responses/{response_id}", responses.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", responses.delete, methods=["DELETE"]),
     ]
-    return Door("responses", routes=routes, paths=paths)
+    return Door("responses", routes=routes, lifespan=lifespan, paths=paths)

@@ -18,6 +18,11 @@ response each start from that state: two branches, neither touching the other's 
   response neither reads nor parses it again, and a file replaced, edited or deleted behind the
   server's back is read again (or missed) as before. What the door derives from a record (its
   checked, converted conversation) is kept with it (``StoredResponse.derived``).
+- A record can be findable before it is on disk: ``stage`` puts it among the records being
+  written, which ``recall``, ``load`` and ``delete`` consult first, and ``save`` (in a worker
+  thread, after the answer went out) moves it to ``recent`` once its file is there. A ``delete``
+  meanwhile leaves a mark: the write's file is removed when it lands, and the id misses until
+  then. A write that fails drops the record (its id then misses as an unknown one).
 """
 
 from __future__ import annotations
@@ -145,12 +150,60 @@ class ResponseStore:
         self.folder = home / "serve" / "responses"
         self._made = False
         self.recent = RecentResponses(recent_bytes)
+        #: The records staged and not yet written, by id (None: deleted while it was written).
+        self._pending: dict[str, StoredResponse | None] = {}
+        self._lock = threading.Lock()
 
     def _path(self, response_id: str) -> Path | None:
         return self.folder / f"{response_id}.json" if _ID.fullmatch(response_id) else None
 
+    def stage(self, stored: StoredResponse) -> None:
+        """Make ``stored`` findable at once (``recall``, ``load``, ``delete``) before ``save``
+        writes it; its ``size`` is not known until then (0)."""
+        with self._lock:
+            self._pending[stored.response["id"]] = stored
+
+    def staged(self) -> list[StoredResponse]:
+        """The records staged whose write has not ended (deleted ones left out)."""
+        with self._lock:
+            return [stored for stored in self._pending.values() if stored is not None]
+
+    def _staged(self, response_id: str, key: str | None) -> StoredResponse | None:
+        """The staged record of ``response_id`` (None: not staged; ``ResponseNotFound`` when it was
+        deleted meanwhile or is another key's). Called with the lock held."""
+        if response_id not in self._pending:
+            return None
+        stored = self._pending[response_id]
+        if stored is None or stored.owner != owner_tag(key):
+            raise ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
+        return stored
+
     def save(self, stored: StoredResponse) -> None:
-        """Write ``stored`` (atomically); ``StorageError`` when the disk refuses."""
+        """Write ``stored`` (atomically); ``StorageError`` when the disk refuses (a staged record
+        is dropped then). A staged record deleted meanwhile is removed again once written."""
+        response_id = stored.response["id"]
+        try:
+            path, size = self._write(stored)
+        except BaseException:
+            with self._lock:
+                self._pending.pop(response_id, None)
+            raise
+        stamp = _stamp(path)
+        with self._lock:
+            deleted = response_id in self._pending and self._pending[response_id] is None
+            if not deleted:
+                self._pending.pop(response_id, None)
+                if stamp is not None:  # as a load would find it (its size is its file's)
+                    self.recent.put(response_id, stamp, replace(stored, size=size))
+                return
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:  # the mark stays: the id misses for as long as this server runs
+            raise StorageError(f"cannot delete {path}: {exc.strerror or exc}") from None
+        with self._lock:
+            self._pending.pop(response_id, None)
+
+    def _write(self, stored: StoredResponse) -> tuple[Path, int]:
         path = self._path(stored.response["id"])
         assert path is not None
         if not self._made:
@@ -161,14 +214,20 @@ class ResponseStore:
             self._made = True
         data = json.dumps(stored.record(), ensure_ascii=False, separators=(",", ":"))
         encoded = data.encode("utf-8", "replace")
-        replace_atomically(path, [encoded], what="the stored response")
-        stamp = _stamp(path)
-        if stamp is not None:  # as a load would find it (its size is its file's)
-            self.recent.put(stored.response["id"], stamp, replace(stored, size=len(encoded)))
+        try:
+            replace_atomically(path, [encoded], what="the stored response")
+        except StorageError:
+            self._made = False  # the folder may be gone: the next write makes it again
+            raise
+        return path, len(encoded)
 
     def recall(self, response_id: str, key: str | None) -> StoredResponse | None:
         """The record of ``response_id`` if it is in memory and its file unchanged (one ``stat``);
         None when it has to be read (``ResponseNotFound`` as ``load`` for another key's)."""
+        with self._lock:
+            staged = self._staged(response_id, key)
+        if staged is not None:
+            return staged
         path = self._path(response_id)
         stamp = _stamp(path) if path is not None else None
         stored = self.recent.get(response_id, stamp) if stamp is not None else None
@@ -189,6 +248,10 @@ class ResponseStore:
 
     def load(self, response_id: str, key: str | None) -> StoredResponse:
         """The response ``key`` stored as ``response_id``; ``ResponseNotFound`` for every miss."""
+        with self._lock:
+            staged = self._staged(response_id, key)
+        if staged is not None:
+            return staged
         missing = ResponseNotFound(f"Response with id '{response_id[:80]}' not found.")
         path = self._path(response_id)
         stamp = _stamp(path) if path is not None else None
@@ -236,7 +299,12 @@ class ResponseStore:
         return stored
 
     def delete(self, response_id: str, key: str | None) -> None:
-        """Remove the response ``key`` stored (``ResponseNotFound`` as ``load``)."""
+        """Remove the response ``key`` stored (``ResponseNotFound`` as ``load``); one still being
+        written is marked, and its file removed as soon as it is written (``save``)."""
+        with self._lock:
+            if self._staged(response_id, key) is not None:
+                self._pending[response_id] = None
+                return
         try:
             self.load(response_id, key)
         except StoredResponseUnreadable:
