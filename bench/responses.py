@@ -28,9 +28,15 @@ was always the same door's):
   its threads) and of this client over those rounds (Linux: ``/proc``), steadier than any wall
   time on a shared machine.
 
-Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200] [--one-pool]`` (``--clients 0``: no
-concurrent part). The continuation is also given as the median of the per-round ratios (each
-round times one continuation of each chain, one after the other), steadier on a loaded machine.
+Each timed request of the one-at-a-time parts starts 3 ms after the one before has answered
+(``--pause-ms``): what a request leaves running once its answer is out — its session closing, a
+stored response's record written after the answer — is then not timed with the next request,
+whichever door that is (``--pause-ms 0``: back to back, as this bench ran before 2026-12-03 19:00).
+
+Run: ``python -m bench.responses [--runs N] [--clients 64] [--deep 200] [--one-pool] [--pause-ms 3]``
+(``--clients 0``: no concurrent part). The continuation is also given as the median of the
+per-round ratios (each round times one continuation of each chain, one after the other), steadier
+on a loaded machine.
 """
 
 from __future__ import annotations
@@ -186,7 +192,14 @@ def _limits(connections: int) -> httpx.Limits:
 
 
 async def measure(
-    url: str, *, runs: int, clients: int, deep: int, pid: int = 0, one_pool: bool = False
+    url: str,
+    *,
+    runs: int,
+    clients: int,
+    deep: int,
+    pid: int = 0,
+    one_pool: bool = False,
+    pause_s: float = 0.003,
 ) -> dict[str, Any]:
     keys = ("fb_chat", "fb_resp", "s_chat", "s_resp", "w_chat", "w_resp", "c_2", "c_deep", "chat_deep")
     samples: dict[str, list[float]] = {k: [] for k in keys}
@@ -221,6 +234,7 @@ async def measure(
             # is out (its session closing) falls on the next one, and that is either door's turn
             for pair in (("fb_chat", "fb_resp"), ("w_chat", "w_resp"), ("c_2", "c_deep"), ("chat_deep",)):
                 for key in pair if round_ % 2 == 0 else pair[::-1]:
+                    await asyncio.sleep(pause_s)  # what the request before left running ends first
                     samples[key].append(await timed[key]())
         wide: dict[str, Any] = {"p50": {}, "per_round": {}, "cpu_ms": {}, "errors": 0}
         if clients:
@@ -249,6 +263,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--one-pool", action="store_true", help="the concurrent clients share one httpx pool (as before)"
     )
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=3.0,
+        help="idle time before each timed request, so the previous one's leftovers (its session "
+        "closing, its record's write) are not timed with it (default 3; 0: back to back, as before)",
+    )
     args = parser.parse_args(argv)
     scripted, scripted_url = start_scripted(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,6 +286,7 @@ def main(argv: list[str]) -> int:
                     deep=args.deep,
                     pid=process.pid,
                     one_pool=args.one_pool,
+                    pause_s=args.pause_ms / 1000,
                 )
             )
         finally:
