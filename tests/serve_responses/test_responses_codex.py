@@ -98,3 +98,47 @@ def test_codex_runs_its_shell_as_a_client_tool(
     assert [c["function"]["name"] for c in calls] == ["exec_command"], "Codex resent the call"
     result = next(m for m in second if m["role"] == "tool")
     assert result["tool_call_id"] == "call_shell" and "shell-said-42" in result["content"]
+
+
+ADD_TOOLS = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+
+def own_step_then_shell(body: dict[str, Any]) -> dict[str, Any]:
+    """The agent's own add and Codex's shell in one step; then an answer saying what came back."""
+    results = {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+    if "call_shell" not in results:
+        return {
+            "tool_calls": [
+                {"id": "call_add", "name": "add", "arguments": {"a": 40, "b": 2}},
+                {"id": "call_shell", "name": "exec_command", "arguments": {"cmd": "echo shell-ran"}},
+            ]
+        }
+    shell = "shell-ran" if "shell-ran" in results["call_shell"] else "missing"
+    return {"content": f"add said {results.get('call_add', 'nothing')}, the shell said {shell}"}
+
+
+def test_codex_leaves_the_agents_own_tool_step_to_the_agent(
+    scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], tmp_path: Path
+) -> None:
+    # The agent's own call shows to Codex as an ``mcp_call`` item beside Codex's ``function_call``
+    # in one response: Codex accepts it and runs only its shell. It does not resend the item with
+    # its history (it keeps the item types it knows), so the model's next request holds Codex's
+    # call and its result but not the agent's step (docs/serving.md says so).
+    server = scripted(own_step_then_shell)
+    agent_files.write("helper", server, tools=ADD_TOOLS)
+    served = serve_app([agent_files.root])
+    done = codex(served, tmp_path, "Add and run.")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "add said nothing, the shell said shell-ran"
+    assert len(server.requests) == 2, "one step with both calls, then the answer"
+    second = server.requests[-1]["messages"]
+    calls = [
+        c["function"]["name"] for m in second if m["role"] == "assistant" for c in m.get("tool_calls") or ()
+    ]
+    assert calls == ["exec_command"], "Codex resent its own call, not the agent's step"
+    results = {m["tool_call_id"]: m["content"] for m in second if m["role"] == "tool"}
+    assert list(results) == ["call_shell"] and "shell-ran" in results["call_shell"]
