@@ -121,24 +121,24 @@ def own_step_then_shell(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": f"add said {results.get('call_add', 'nothing')}, the shell said {shell}"}
 
 
-def test_codex_leaves_the_agents_own_tool_step_to_the_agent(
+def test_codex_keeps_the_agents_own_tool_step_through_its_history(
     scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[..., Any], tmp_path: Path
 ) -> None:
-    # The agent's own call shows to Codex as an ``mcp_call`` item beside Codex's ``function_call``
-    # in one response: Codex accepts it and runs only its shell. It does not resend the item with
-    # its history (it keeps the item types it knows), so the model's next request holds Codex's
-    # call and its result but not the agent's step (docs/serving.md says so).
+    # One response holds the agent's own call (an ``mcp_call``) beside Codex's shell call. Codex
+    # runs only its shell. It sends ``store: false`` and resends its history without the
+    # ``mcp_call`` (it keeps only item types it knows), but with the reasoning items, asking for
+    # their ``encrypted_content``: the step rides in one, so the model's next request holds it.
     server = scripted(own_step_then_shell)
     agent_files.write("helper", server, tools=ADD_TOOLS)
     served = serve_app([agent_files.root])
     done = codex(served, tmp_path, "Add and run.")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "add said nothing, the shell said shell-ran"
+    assert done.stdout.strip() == "add said 42, the shell said shell-ran"
     assert len(server.requests) == 2, "one step with both calls, then the answer"
     second = server.requests[-1]["messages"]
     calls = [
         c["function"]["name"] for m in second if m["role"] == "assistant" for c in m.get("tool_calls") or ()
     ]
-    assert calls == ["exec_command"], "Codex resent its own call, not the agent's step"
+    assert sorted(calls) == ["add", "exec_command"], "the agent's step came back once, beside Codex's call"
     results = {m["tool_call_id"]: m["content"] for m in second if m["role"] == "tool"}
-    assert list(results) == ["call_shell"] and "shell-ran" in results["call_shell"]
+    assert results["call_add"] == "42" and "shell-ran" in results["call_shell"]

@@ -104,6 +104,68 @@ def test_client_call_then_output_by_resending_history(weather: Any) -> None:
     assert tool_ids == ["call_add", "call_weather"], "the agent's own step is the call and result again"
 
 
+CARRIED = ["reasoning.encrypted_content"]
+
+
+def _carried(client: openai.OpenAI, stream: bool) -> Any:
+    kwargs: dict[str, Any] = {
+        "model": "helper",
+        "input": "Weather in Paris? And 2+3?",
+        "tools": [WEATHER],
+        "store": False,
+        "include": CARRIED,
+    }
+    if not stream:
+        return client.responses.create(**kwargs)
+    with client.responses.stream(**kwargs) as events:
+        for _ in events:
+            pass
+        return events.get_final_response()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_with_encrypted_reasoning_asked_each_own_step_also_rides_in_a_reasoning_item(
+    weather: Any, stream: bool
+) -> None:
+    first = _carried(weather.openai(), stream)
+    assert [item.type for item in first.output] == ["message", "mcp_call", "reasoning", "function_call"]
+    carrier = first.output[2]
+    assert carrier.summary == [] and carrier.encrypted_content.startswith("runner.step.1:")
+
+
+@pytest.mark.parametrize("keep_mcp_call", [True, False])
+def test_a_resent_history_gets_the_step_back_from_its_reasoning_item_once(
+    weather: Any, keep_mcp_call: bool
+) -> None:
+    # Codex resends reasoning items and not mcp_call ones; openai-agents resends both
+    client = weather.openai()
+    first = _carried(client, False)
+    items = [item.model_dump(exclude_none=True) for item in first.output]
+    history: list[Any] = [{"role": "user", "content": "Weather in Paris? And 2+3?"}]
+    history += [item for item in items if keep_mcp_call or item["type"] != "mcp_call"]
+    history.append({"type": "function_call_output", "call_id": "call_weather", "output": "Rainy"})
+    second = client.responses.create(
+        model="helper", input=history, tools=[WEATHER], store=False, include=CARRIED
+    )
+    assert second.output_text == "Rainy, and 2 + 3 = 5."
+    sent = weather.model_server.requests[-1]["messages"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["call_add", "call_weather"]
+
+
+def test_a_reasoning_item_of_another_server_is_left_alone_and_a_broken_step_is_a_400(weather: Any) -> None:
+    client = weather.openai()
+    foreign = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-opaque"}
+    answered = client.responses.create(
+        model="helper", input=[{"role": "user", "content": "hi"}, foreign], store=False
+    )
+    assert answered.status == "completed"
+    broken = {**foreign, "encrypted_content": "runner.step.1:not-base64-json"}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="helper", input=[{"role": "user", "content": "hi"}, broken])
+    assert caught.value.body["param"] == "input[1].encrypted_content"
+    assert "not a step this server wrote" in caught.value.body["message"]
+
+
 def test_output_for_a_call_never_issued_is_a_400(weather: Any) -> None:
     client = weather.openai()
     with pytest.raises(openai.BadRequestError) as caught:

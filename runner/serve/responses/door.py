@@ -273,7 +273,10 @@ class ResponsesDoor:
             raise in_responses_terms(error) from None
         state.track(run)
         builder = ResponseBuilder(
-            self._skeleton(parsed), label=parsed.chat.model, namespaces=parsed.namespaces
+            self._skeleton(parsed),
+            label=parsed.chat.model,
+            namespaces=parsed.namespaces,
+            carry_steps=parsed.carry_steps,
         )
         staged: list[StoredResponse] = []
         if parsed.chat.stream:

@@ -28,6 +28,7 @@ from typing import Any
 
 from runner.models.base import ToolCall, Usage
 from runner.serve.engine import EndPiece, Piece, ReasoningPiece, TextPiece, ToolBlock, ToolRunning
+from runner.serve.responses.steps import step_token
 from runner.serve.sse import ContentBuilder
 from runner.text import utf8
 
@@ -69,10 +70,19 @@ def usage_object(usage: Usage) -> dict[str, Any]:
 class ResponseBuilder:
     """Builds one response from pieces; each method returns the events it adds."""
 
-    def __init__(self, skeleton: dict[str, Any], *, label: str, namespaces: dict[str, str]) -> None:
+    def __init__(
+        self,
+        skeleton: dict[str, Any],
+        *,
+        label: str,
+        namespaces: dict[str, str],
+        carry_steps: bool = False,
+    ) -> None:
         self.response = {**skeleton, "status": "in_progress", "output": []}
         self.label = label
         self.namespaces = namespaces
+        #: Each step's ``mcp_call`` followed by a reasoning item carrying it (``steps.py``).
+        self.carry_steps = carry_steps
         self.output: list[dict[str, Any]] = self.response["output"]
         self.content = ContentBuilder()
         #: The answer as the chat door's assistant message content (tool steps as details blocks).
@@ -231,8 +241,19 @@ class ResponseBuilder:
             }
             events += self._add(item)
             item["output"] = piece.result
-            return [*events, self._done(item)]
+            events.append(self._done(item))
+            if self.carry_steps:
+                events += self._carried(item)
+            return events
         return []
+
+    def _carried(self, step: dict[str, Any]) -> list[dict[str, Any]]:
+        """A reasoning item without a summary whose ``encrypted_content`` carries ``step``."""
+        token = step_token(step["id"], step["name"], step["arguments"], step["output"])
+        item = {"id": new_id("rs"), "type": "reasoning", "status": "in_progress", "summary": []}
+        events = self._add(item)
+        item["encrypted_content"] = token
+        return [*events, self._done(item)]
 
     def _function_call(self, call: ToolCall) -> list[dict[str, Any]]:
         item: dict[str, Any] = {

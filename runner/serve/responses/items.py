@@ -6,7 +6,9 @@ one validator of both doors) checks the result.
   ``developer``; ``input_text`` / ``output_text`` / ``refusal`` parts; ``input_image`` parts become
   ``image_url`` parts), ``function_call`` / ``function_call_output``, ``mcp_call`` (the agent's own
   tool steps this server answered with: its call and result again), ``reasoning`` (dropped: the
-  model's earlier thinking is not replayed, as in the chat door). Any other item type is a 400.
+  model's earlier thinking is not replayed, as in the chat door; one carrying a step of the
+  agent's in its ``encrypted_content``, ``steps.py``, is that step again). Any other item type is
+  a 400.
 - ``tools``: ``function`` tools (and those inside a ``namespace`` tool) are client tools; every
   hosted type (``web_search``, ``file_search``, ...) is left out with a warning in the log; a
   ``tool_choice`` that forces one is a 400 naming it.
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.serve.protocol import ApiError, ChatRequest, parse_chat_request
+from runner.serve.responses.steps import PREFIX, read_step
 
 __all__ = ["ResponsesRequest", "in_responses_terms", "input_messages", "parse_responses_request"]
 
@@ -73,6 +76,9 @@ class ResponsesRequest:
     #: The ``text`` field as given (``{"format": {"type": "text"}}`` when absent).
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
     echo: dict[str, Any] = field(default_factory=dict)
+    #: ``include`` asks for ``reasoning.encrypted_content``: the agent's own steps are also carried
+    #: in reasoning items (``steps.py``), for a client that resends those and not ``mcp_call``.
+    carry_steps: bool = False
 
 
 def _text_of_parts(content: Any, where: str) -> list[dict[str, Any]] | str:
@@ -133,7 +139,19 @@ def _add_call(messages: list[dict[str, Any]], call: dict[str, Any], result: dict
         messages.append(result)
 
 
-def _item(messages: list[dict[str, Any]], item: Any, where: str, issued: set[str]) -> None:
+def _add_step(
+    messages: list[dict[str, Any]], steps: set[str], step_id: str, name: str, arguments: str, output: str
+) -> None:
+    """The agent's own step as its call and result, once (an ``mcp_call`` and the reasoning item
+    carrying the same step both come back from a client that keeps both)."""
+    if step_id in steps:
+        return
+    steps.add(step_id)
+    call = {"id": step_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    _add_call(messages, call, {"role": "tool", "tool_call_id": step_id, "content": output})
+
+
+def _item(messages: list[dict[str, Any]], item: Any, where: str, issued: set[str], steps: set[str]) -> None:
     if not isinstance(item, dict):
         raise _bad(f"'{where}' must be an object", where)
     kind = item.get("type", "message" if "role" in item else None)
@@ -169,12 +187,18 @@ def _item(messages: list[dict[str, Any]], item: Any, where: str, issued: set[str
         name, step_id = item.get("name"), item.get("id")
         if not isinstance(name, str) or not isinstance(step_id, str):
             raise _bad(f"'{where}' must have an 'id' and a 'name'", where)
-        arguments = item.get("arguments") if isinstance(item.get("arguments"), str) else "{}"
-        output = item.get("output") if isinstance(item.get("output"), str) else str(item.get("error") or "")
-        call = {"id": step_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-        _add_call(messages, call, {"role": "tool", "tool_call_id": step_id, "content": output})
-    elif kind == "reasoning":
-        return  # the model's earlier thinking is not replayed
+        arguments, output = item.get("arguments"), item.get("output")
+        arguments = arguments if isinstance(arguments, str) else "{}"
+        output = output if isinstance(output, str) else str(item.get("error") or "")
+        _add_step(messages, steps, step_id, name, arguments, output)
+    elif kind == "reasoning":  # the model's earlier thinking is not replayed; a step it carries is
+        token = item.get("encrypted_content")
+        if isinstance(token, str) and token.startswith(PREFIX):
+            step = read_step(token)
+            if step is None:
+                param = f"{where}.encrypted_content"
+                raise _bad(f"'{param}' is not a step this server wrote", param)
+            _add_step(messages, steps, step["id"], step["name"], step["arguments"], step["output"])
     else:
         shown = kind[:40] if isinstance(kind, str) else repr(kind)[:40]
         raise _bad(f"'{where}.type' '{shown}' is not an input item this server reads", f"{where}.type")
@@ -189,8 +213,9 @@ def input_messages(value: Any, *, issued: set[str]) -> tuple[list[dict[str, Any]
     if not isinstance(value, list) or not value:
         raise _bad("'input' must be a string or a non-empty list of items", "input")
     messages: list[dict[str, Any]] = []
+    steps: set[str] = set()
     for index, item in enumerate(value):
-        _item(messages, item, f"input[{index}]", issued)
+        _item(messages, item, f"input[{index}]", issued, steps)
     return messages, list(value)
 
 
@@ -404,4 +429,10 @@ def parse_responses_request(
         parallel_tool_calls=_flag(body, "parallel_tool_calls", True),
         text=text,
         echo=echo,
+        carry_steps=_asks_encrypted_reasoning(body.get("include")),
     )
+
+
+def _asks_encrypted_reasoning(include: Any) -> bool:
+    """Whether ``include`` (a list of strings the API defines; others are ignored) asks for it."""
+    return isinstance(include, list) and "reasoning.encrypted_content" in include
