@@ -58,8 +58,13 @@ def weather(scripted: Callable[..., Any], agent_files: Any, serve_app: Callable[
     return served
 
 
-def _first(client: openai.OpenAI, stream: bool) -> Any:
-    kwargs: dict[str, Any] = {"model": "helper", "input": "Weather in Paris? And 2+3?", "tools": [WEATHER]}
+def _first(client: openai.OpenAI, stream: bool, **extra: Any) -> Any:
+    kwargs: dict[str, Any] = {
+        "model": "helper",
+        "input": "Weather in Paris? And 2+3?",
+        "tools": [WEATHER],
+        **extra,
+    }
     if not stream:
         return client.responses.create(**kwargs)
     with client.responses.stream(**kwargs) as events:
@@ -108,19 +113,7 @@ CARRIED = ["reasoning.encrypted_content"]
 
 
 def _carried(client: openai.OpenAI, stream: bool) -> Any:
-    kwargs: dict[str, Any] = {
-        "model": "helper",
-        "input": "Weather in Paris? And 2+3?",
-        "tools": [WEATHER],
-        "store": False,
-        "include": CARRIED,
-    }
-    if not stream:
-        return client.responses.create(**kwargs)
-    with client.responses.stream(**kwargs) as events:
-        for _ in events:
-            pass
-        return events.get_final_response()
+    return _first(client, stream, store=False, include=CARRIED)
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -80,7 +80,19 @@ class RecordWrites:
             await self._write(stored)
 
 
-class StoredJSON(JSON):
+class _ThenWrite:
+    """A response that calls ``then`` once its sending ends, sent or failed (the record's write)."""
+
+    then: Callable[[], None]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)  # type: ignore[misc]
+        finally:
+            self.then()
+
+
+class StoredJSON(_ThenWrite, JSON):
     """A whole answer whose record is written once it is sent (``then``)."""
 
     def __init__(self, content: object, *, then: Callable[[], None]) -> None:
@@ -91,22 +103,10 @@ class StoredJSON(JSON):
             raise
         self.then = then
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.then()
 
-
-class StoredEvents(Events):
+class StoredEvents(_ThenWrite, Events):
     """A stream whose record (if its run staged one) is written once the stream is sent (``then``)."""
 
     def __init__(self, content: AsyncIterator[bytes], *, then: Callable[[], None], sep: str) -> None:
         super().__init__(content, sep=sep)
         self.then = then
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.then()
