@@ -180,9 +180,9 @@ class Tracing:
         # reads the histograms; this one observes nothing (so nothing of it is exported).
         #: Each call's duration (s), attributes, error and span context (not the span: it is freed
         #: once exported).
-        self._pending: collections.deque[
-            tuple[float | None, Mapping[str, Any], str | None, trace.SpanContext]
-        ] = collections.deque()
+        self._pending: collections.deque[tuple[float, Mapping[str, Any], str | None, trace.SpanContext]] = (
+            collections.deque()
+        )
         meter.create_observable_gauge("runner.telemetry.pending", callbacks=[self._record_pending])
         for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
@@ -210,21 +210,19 @@ class Tracing:
         attributes: Mapping[str, Any],
         error: str | None,
         exc: BaseException | None,
-        took_s: float | None = None,
+        took_s: float,
     ) -> None:
         """End ``span`` (its error, if any), queue a model call's metrics for the next collection,
-        restore the context. ``took_s``: the call's duration as its scope measured it, for a span
-        the sampler left unrecorded (it has no times; the call is measured all the same)."""
+        restore the context. ``took_s``: the call's duration as its scope measured it (a span the
+        sampler left unrecorded has no times of its own; the call is measured all the same)."""
         if error:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
         self.detach(token)
         span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
-            start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
-            took = (end - start) / 1e9 if start is not None and end is not None else took_s
             pending = self._pending
-            pending.append((took, attributes, error, span.get_span_context()))
+            pending.append((took_s, attributes, error, span.get_span_context()))
             if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst
                 with contextlib.suppress(IndexError):
                     self._metrics(*pending.popleft())
@@ -241,15 +239,14 @@ class Tracing:
             self._metrics(*call)
 
     def _metrics(
-        self, took: float | None, attributes: Mapping[str, Any], error: str | None, call: trace.SpanContext
+        self, took: float, attributes: Mapping[str, Any], error: str | None, call: trace.SpanContext
     ) -> None:
         labels = {k: attributes[k] for k in _METRIC_LABELS if attributes.get(k) is not None}
         if error:
             labels["error.type"] = error
         # The call's span as the context: an exemplar (trace-based, the default) names the call.
         context = trace.set_span_in_context(trace.NonRecordingSpan(call))
-        if took is not None:
-            self.duration.record(took, labels, context)
+        self.duration.record(took, labels, context)
         for kind, key in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens")):
             value = attributes.get(key)
             if isinstance(value, int):
@@ -296,12 +293,9 @@ class Tracing:
         return otel_context.attach(context)
 
     def detach(self, token: object) -> None:
-        """Undo ``attach`` (a scope ended in another context — a generator closed elsewhere — has
-        nothing to undo)."""
-        try:  # not contextlib.suppress: this runs as every span ends
-            otel_context.detach(token)  # type: ignore[arg-type]
-        except Exception:
-            pass  # nothing to undo
+        """Undo ``attach``. The API's ``detach`` never raises: a token from another context (a
+        scope ended where a generator was closed elsewhere) is logged by it and left."""
+        otel_context.detach(token)  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------- the end
 
