@@ -240,10 +240,8 @@ class Scope:
             recorder.ended(self.kind, self.attributes, duration, error)
 
     def set(self, attributes: Mapping[str, Any]) -> None:
-        """Add attributes (on the span now, and for the recorders at the end)."""
+        """Add attributes (the span's and the recorders', both given them as the scope ends)."""
         self.attributes.update(attributes)
-        if self.span is not None:
-            self.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
 
     def event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
         """A span event (``runner.turn``, ``runner.hook``, ``runner.reload``, ``runner.limit``)."""
@@ -258,10 +256,7 @@ class Scope:
     def first_chunk(self) -> None:
         """The first streamed chunk arrived: its time from the start (the first one only)."""
         if "gen_ai.response.time_to_first_chunk" not in self.attributes:
-            first = time.perf_counter() - self._start
-            self.attributes["gen_ai.response.time_to_first_chunk"] = first
-            if self.span is not None and _tracing.allowed("gen_ai.response.time_to_first_chunk"):
-                self.span.set_attribute("gen_ai.response.time_to_first_chunk", first)
+            self.attributes["gen_ai.response.time_to_first_chunk"] = time.perf_counter() - self._start
 
     def reply(self, reply: Any) -> None:
         """A model's ``Reply``: its model, id, finish reason, usage (cost as ``runner.usage.cost_usd``)."""

@@ -24,21 +24,23 @@ import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
+from opentelemetry import baggage, propagate, trace
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanKind
 
 from runner.redact import REDACTED, Redactor, environment_secrets, is_secret_name
+from runner.telemetry.spans import Span, Spans
 from runner.version import __version__
 
 __all__ = ["Tracing", "capture_content_setting"]
@@ -127,6 +129,15 @@ def _resource() -> Resource:
     return Resource.create({SERVICE_NAME: "runner", "service.version": __version__, **given})
 
 
+def _default_propagator() -> object:
+    """The global propagator when it is the default one (W3C trace context and baggage, as
+    ``OTEL_PROPAGATORS`` unset or ``tracecontext,baggage`` makes it); else a value it never is."""
+    configured = os.environ.get("OTEL_PROPAGATORS", "tracecontext,baggage")
+    textmap = propagate.get_global_textmap()
+    default = [part.strip() for part in configured.split(",")] == ["tracecontext", "baggage"]
+    return textmap if default and textmap.fields == {"traceparent", "tracestate", "baggage"} else object()
+
+
 class _Resource(Resource):
     """The process's resource, hashed once: the OTLP encoder groups an export's spans by resource
     (a dict keyed by each span's), and ``Resource.__hash__`` JSON-encodes every attribute each time
@@ -152,11 +163,16 @@ class Tracing:
         capture_content: bool | None = None,
     ) -> None:
         resource = _Resource(_resource())
-        self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        limits = SpanLimits()
+        self.provider = TracerProvider(resource=resource, span_limits=limits, shutdown_on_exit=False)
         spans = _Warning(exporter if exporter is not None else _otlp_spans())
         self.exporter = spans
         processor = BatchSpanProcessor(spans) if batch else SimpleSpanProcessor(spans)
         self.provider.add_span_processor(processor)
+        # The provider's sampler, ids and processor; the runner's own recording spans (spans.py).
+        scope = InstrumentationScope("runner", __version__)
+        self.spans = Spans(self.provider, processor, resource, limits, scope)
+        #: The SDK's own tracer for the same scope (what ``bench.telemetry_spans`` compares against).
         self.tracer = self.provider.get_tracer("runner", __version__)
         reader = metric_reader if metric_reader is not None else _otlp_metrics()
         self.meters = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
@@ -190,6 +206,7 @@ class Tracing:
         self.latest = _latest()
         self._environment = frozenset(environment_secrets(os.environ))
         self._redactors: dict[frozenset[str], Redactor] = {}
+        self._w3c = _default_propagator()
 
     # ----------------------------------------------------------------- spans
 
@@ -199,7 +216,7 @@ class Tracing:
         """Start a span under ``parent`` (a context; None: the current one) and make it current
         (``scope``: what kind of work it is, ``chat`` a client span)."""
         kind = _KINDS.get(scope, SpanKind.INTERNAL)
-        span = self.tracer.start_span(name, context=parent, kind=kind, attributes=self._clean(attributes))
+        span = self.spans.start(name, self._clean(attributes), parent, kind)
         context = trace.set_span_in_context(span, parent)
         return span, otel_context.attach(context), context
 
@@ -212,14 +229,13 @@ class Tracing:
         exc: BaseException | None,
         took_s: float,
     ) -> None:
-        """End ``span`` (its error, if any), queue a model call's metrics for the next collection,
-        restore the context. ``took_s``: the call's duration as its scope measured it (a span the
-        sampler left unrecorded has no times of its own; the call is measured all the same)."""
-        if error:
-            span.set_attribute("error.type", error)
-            span.set_status(Status(StatusCode.ERROR, str(getattr(exc, "message", "")) or None))
+        """End ``span`` with its scope's ``attributes`` (its error, if any), queue a model call's
+        metrics for the next collection, restore the context. ``took_s``: the call's duration as its
+        scope measured it (a span the sampler left unrecorded has no times of its own; the call is
+        measured all the same)."""
         self.detach(token)
-        span.end()
+        if isinstance(span, Span):  # a span the sampler dropped records nothing
+            span.finish(self._clean(attributes), error, str(getattr(exc, "message", "")) or None)
         if attributes.get("gen_ai.operation.name") == "chat":
             pending = self._pending
             pending.append((took_s, attributes, error, span.get_span_context()))
@@ -281,7 +297,20 @@ class Tracing:
     # ----------------------------------------------------------------- propagation
 
     def inject(self, carrier: MutableMapping[str, str]) -> None:
-        """Write the current trace context into ``carrier`` (``OTEL_PROPAGATORS``, W3C by default)."""
+        """Write the current trace context into ``carrier`` (``OTEL_PROPAGATORS``, W3C by default).
+
+        With the default propagators (W3C trace context and baggage) and no baggage in the context,
+        the ``traceparent`` (and ``tracestate``) are written here as the W3C propagator writes them,
+        without its dozen calls a model request (``tests/telemetry/test_propagation.py`` holds the
+        two to one answer); anything else goes through the configured propagator."""
+        if propagate.get_global_textmap() is self._w3c and not baggage.get_all():
+            context = trace.get_current_span().get_span_context()
+            if context.is_valid:
+                ids = f"{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+                carrier["traceparent"] = f"00-{ids}"
+                if context.trace_state:
+                    carrier["tracestate"] = context.trace_state.to_header()
+            return
         propagate.inject(carrier)
 
     def attach(self, carrier: Mapping[str, Any]) -> object | None:
