@@ -17,7 +17,10 @@ Run: ``python -m bench.telemetry [--runs N] [--only steps|metrics] [--scrapes N]
 httpx pools compared under the same load: ``python -m bench.telemetry --pools 1,4 --runs 3``;
 ``--no-freeze`` serves without ``runner serve``'s ``gc.freeze()``, as this bench did before;
 ``--model-apart`` runs the per-step rounds with the scripted model in a process of its own (for
-reference: the judged rounds keep it in this process, as the bench always has).
+reference: the judged rounds keep it in this process, as the bench always has);
+``--enable-each-round`` turns tracing on before each "on" session and off after it, as this bench
+did before 2026-12-04 (it now enables tracing once, as a process does, and runs each pair of
+sessions in one order, then the other).
 """
 
 from __future__ import annotations
@@ -108,26 +111,64 @@ async def _session(path: Path, server: Any) -> tuple[float, float]:
 ON = "tracing on (OTLP to 127.0.0.1)"
 
 
-def _rounds(path: Path, server: Any, runs: int) -> dict[str, list[float]]:
-    """``runs`` rounds of a session with tracing off, then one with it on and the export of its
-    spans and metrics (``telemetry.flush``: CPU of all this process's threads, a step)."""
+@contextmanager
+def _tracing(on: bool) -> Iterator[None]:
+    """Tracing as the process has it (``on``), or off for the block: nothing listens, as in a
+    process that never enabled it (the providers' idle threads wait on; what was queued stays)."""
+    import runner.telemetry as telemetry
+
+    if on:
+        yield
+        return
+    saved = telemetry._tracing, telemetry._active
+    telemetry._tracing, telemetry._active = None, bool(telemetry._recorders)
+    try:
+        yield
+    finally:
+        telemetry._tracing, telemetry._active = saved
+
+
+def _session_round(path: Path, server: Any, on: bool, samples: dict[str, list[float]]) -> None:
+    """One session with tracing ``on`` or off; after one with it on, the export of its spans and
+    metrics (``telemetry.flush``: CPU of all this process's threads, a step)."""
+    import runner.telemetry as telemetry
+
+    with _tracing(on):
+        wall, cpu = asyncio.run(_session(path, server))
+    name = "on" if on else "off"
+    samples[name].append(wall)
+    samples[f"{name} cpu"].append(cpu)
+    if on:
+        exported = time.process_time()
+        telemetry.flush()
+        samples["export cpu"].append((time.process_time() - exported) / STEPS)
+
+
+def _rounds(path: Path, server: Any, runs: int, *, each_round: bool = False) -> dict[str, list[float]]:
+    """``runs`` rounds of a session with tracing off and one with it on, in one order and then the
+    other (a session's end still runs as the next starts). Tracing is enabled once, as a process
+    does; ``each_round`` enables it before each "on" session and disables it after (how this bench
+    ran before 2026-12-04: every "on" session paid for new providers, their threads and cold paths)."""
     import runner.telemetry as telemetry
 
     samples: dict[str, list[float]] = {k: [] for k in ("off", "on", "off cpu", "on cpu", "export cpu")}
-    for _ in range(runs):
-        wall, cpu = asyncio.run(_session(path, server))
-        samples["off"].append(wall)
-        samples["off cpu"].append(cpu)
-        telemetry.enable()
-        try:
-            wall, cpu = asyncio.run(_session(path, server))
-            samples["on"].append(wall)
-            samples["on cpu"].append(cpu)
-            exported = time.process_time()
-            telemetry.flush()
-            samples["export cpu"].append((time.process_time() - exported) / STEPS)
-        finally:
-            telemetry.disable()
+    if each_round:
+        for _ in range(runs):
+            _session_round(path, server, False, samples)
+            telemetry.enable()
+            try:
+                _session_round(path, server, True, samples)
+            finally:
+                telemetry.disable()
+        return samples
+    telemetry.enable()
+    try:
+        _session_round(path, server, True, {k: [] for k in samples})  # warm: tracing's own paths
+        for index in range(runs):
+            for on in (False, True) if index % 2 == 0 else (True, False):
+                _session_round(path, server, on, samples)
+    finally:
+        telemetry.disable()
     return samples
 
 
@@ -160,7 +201,7 @@ def _model_apart() -> Iterator[_ModelApart]:
         process.wait(timeout=10)
 
 
-def per_step(runs: int, *, apart: bool = False) -> bool:
+def per_step(runs: int, *, apart: bool = False, each_round: bool = False) -> bool:
     """Tracing off vs on (OTLP to a local receiver), per step; the loop thread's CPU and the
     export's beside it, for reference (the target is on the wall time). With ``apart``, the model
     runs in a process of its own (reference: the judged figure keeps it in this one)."""
@@ -174,7 +215,7 @@ def per_step(runs: int, *, apart: bool = False) -> bool:
         path = _agent(folder, server)
         asyncio.run(_session(path, server))  # warm: imports, the tools module
         clean = not any(name.startswith("opentelemetry") for name in sys.modules)
-        samples = _rounds(path, server, runs)
+        samples = _rounds(path, server, runs, each_round=each_round)
     walls = {"tracing off": samples["off"], ON: samples["on"]}
     where = ", the model in a process of its own" if apart else ""
     ok = report(
@@ -446,7 +487,11 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.telemetry", description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="rounds of tracing off / on (default 7)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        help="rounds of tracing off / on (default 41), or of the pools compared (default 7)",
+    )
     parser.add_argument(
         "--only", choices=("steps", "metrics"), help="one of the two measurements (default: both)"
     )
@@ -460,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
         help="per step: the scripted model in a process of its own (as a real model is), for reference",
     )
     parser.add_argument(
+        "--enable-each-round",
+        action="store_true",
+        help="per step: enable tracing before each 'on' session, as this bench did before 2026-12-04",
+    )
+    parser.add_argument(
         "--no-freeze",
         action="store_true",
         help="serve without runner serve's gc.freeze() (how this bench ran before 2026-12-03)",
@@ -468,10 +518,10 @@ def main(argv: list[str] | None = None) -> int:
     freeze = not args.no_freeze
     ok = True
     if args.only != "metrics" and not args.pools:
-        ok = per_step(args.runs, apart=args.model_apart)
+        ok = per_step(args.runs or 41, apart=args.model_apart, each_round=args.enable_each_round)
     if args.pools:
         counts = [int(part) for part in args.pools.split(",")]
-        ok = pools_compared(args.runs, counts, args.scrapes, freeze=freeze) and ok
+        ok = pools_compared(args.runs or 7, counts, args.scrapes, freeze=freeze) and ok
     elif args.only != "steps":
         ok = print_metrics(metrics_under_load(scrapes=args.scrapes, freeze=freeze), 64, args.scrapes) and ok
     return 0 if ok else 1
