@@ -171,7 +171,8 @@ class Tracing:
         self.provider.add_span_processor(processor)
         # The provider's sampler, ids and processor; the runner's own recording spans (spans.py).
         scope = InstrumentationScope("runner", __version__)
-        self.spans = Spans(self.provider, processor, resource, limits, scope)
+        hidden = frozenset() if _latest() else _LATEST_ONLY
+        self.spans = Spans(self.provider, processor, resource, limits, scope, hidden)
         #: The SDK's own tracer for the same scope (what ``bench.telemetry_spans`` compares against).
         self.tracer = self.provider.get_tracer("runner", __version__)
         reader = metric_reader if metric_reader is not None else _otlp_metrics()
@@ -203,7 +204,6 @@ class Tracing:
         for noisy in ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)  # each retry: the one warning is ours
         self.capture_content = capture_content_setting() if capture_content is None else capture_content
-        self.latest = _latest()
         self._environment = frozenset(environment_secrets(os.environ))
         self._redactors: dict[frozenset[str], Redactor] = {}
         self._w3c = _default_propagator()
@@ -216,7 +216,7 @@ class Tracing:
         """Start a span under ``parent`` (a context; None: the current one) and make it current
         (``scope``: what kind of work it is, ``chat`` a client span)."""
         kind = _KINDS.get(scope, SpanKind.INTERNAL)
-        span = self.spans.start(name, self._clean(attributes), parent, kind)
+        span = self.spans.start(name, attributes, parent, kind)
         context = trace.set_span_in_context(span, parent)
         return span, otel_context.attach(context), context
 
@@ -234,8 +234,9 @@ class Tracing:
         scope measured it (a span the sampler left unrecorded has no times of its own; the call is
         measured all the same)."""
         self.detach(token)
-        if isinstance(span, Span):  # a span the sampler dropped records nothing
-            span.finish(self._clean(attributes), error, str(getattr(exc, "message", "")) or None)
+        if error and isinstance(span, Span):  # a span the sampler dropped records nothing
+            span.fail(error, str(getattr(exc, "message", "")) or None)
+        span.end()
         if attributes.get("gen_ai.operation.name") == "chat":
             pending = self._pending
             pending.append((took_s, attributes, error, span.get_span_context()))
@@ -267,15 +268,6 @@ class Tracing:
             value = attributes.get(key)
             if isinstance(value, int):
                 self.tokens.record(value, {**labels, "gen_ai.token.type": kind}, context)
-
-    def _clean(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            k: v for k, v in attributes.items() if v is not None and (self.latest or k not in _LATEST_ONLY)
-        }
-
-    def allowed(self, key: str) -> bool:
-        """Whether ``key`` is emitted under the conventions the user opted in to."""
-        return self.latest or key not in _LATEST_ONLY
 
     def current_event(self, name: str, attributes: Mapping[str, Any]) -> None:
         """An event on the current span (a retry, a wait)."""

@@ -3,24 +3,31 @@
 The SDK's tracer validates every attribute under a lock as it is set, wraps each event's attributes
 in a ``BoundedAttributes``, asks its processors at a span's start and end, and builds the span it
 hands them from the live one (~40 us a span start on a busy loop, ~200 us a step in all). The
-runner's spans are made and ended on one task, with attributes it makes itself, so this keeps
-them in a plain dict and list, checks each value's type (the SDK's rules, through its own
-``BoundedAttributes``, for anything not a plain value), and applies the configured ``SpanLimits``
-once, as the span ends. What the processors and the exporter receive is the SDK's own
-``ReadableSpan``: the same name, ids, parent, kind, attributes, events, status, times, resource and
-instrumentation scope as the SDK's tracer would give them.
+runner's spans are made and ended on one task, with attributes it makes itself, so this one reads
+its scope's attributes (a dict the scope fills while it runs) only once the span has ended, where
+the exporter asks for them, on the batch processor's thread: there the values are checked (plain
+values as they are, anything else through the SDK's own ``BoundedAttributes``), ``None`` and the
+attributes the user did not opt in to left out, and the configured ``SpanLimits`` applied. The run's
+loop only starts, ends and hands on the span. What the processor and the exporter receive is the
+SDK's own ``ReadableSpan`` (this class is one): the same name, ids, parent, kind, attributes,
+events, status, times, resource and instrumentation scope as the SDK's tracer would give them
+(``tests/telemetry/test_spans.py`` holds the two side by side).
 
 The sampler (``OTEL_TRACES_SAMPLER``), the id generator and the span limits
 (``OTEL_SPAN_*_LIMIT``, ``OTEL_ATTRIBUTE_*``) are the provider's; a span the sampler drops is the
 API's ``NonRecordingSpan`` (it still carries the trace context to what it calls), as with the SDK.
+A sampler other than the default is given the start attributes, and what it returns is the span's
+first attributes (the scope's own come after them).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from time import time_ns
+from types import MappingProxyType
 from typing import Any, cast
 
 from opentelemetry import trace
@@ -40,6 +47,7 @@ _PLAIN = (str, bool, int, float)
 _RANDOM = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _SAMPLED = TraceFlags.SAMPLED
 _UNSET = Status(StatusCode.UNSET)
+_NONE: Mapping[str, Any] = MappingProxyType({})
 
 
 def _plain_tuple(value: Any) -> bool:
@@ -70,6 +78,7 @@ class Spans:
         resource: Resource,
         limits: SpanLimits,
         scope: InstrumentationScope,
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.sampler = provider.sampler
         self.ids = provider.id_generator
@@ -77,32 +86,40 @@ class Spans:
         self.resource = resource
         self.limits = limits
         self.scope = scope
+        #: Attributes left out of every span (the newest conventions' without the user's opt-in).
+        self.hidden = hidden
         self._random_ids = bool(_RANDOM) and bool(getattr(self.ids, "is_trace_id_random", lambda: False)())
 
     def start(self, name: str, attributes: Mapping[str, Any], parent: Any, kind: SpanKind) -> trace.Span:
-        """A span named ``name`` under the context ``parent`` (None: the current one), started now;
-        ``attributes`` (a dict is kept, not copied) as it starts."""
+        """A span named ``name`` under the context ``parent`` (None: the current one), started now.
+        ``attributes`` are read as the span's once it has ended (a scope's, which it fills as it
+        runs; not copied)."""
         above: SpanContext | None = trace.get_current_span(parent).get_span_context()
         if above is not None and above.is_valid:
             trace_id, random = above.trace_id, above.trace_flags & _RANDOM
         else:
             above, trace_id, random = None, self.ids.generate_trace_id(), _RANDOM if self._random_ids else 0
-        attributes = _checked(attributes)
+        first: Mapping[str, Any] = {}
         if self.sampler is sampling.DEFAULT_ON:  # the default's decision, without its calls: the parent's
             sampled = above is None or above.trace_flags.sampled
             recording = sampled
             state: Any = above.trace_state if above is not None else None
         else:
-            decided = self.sampler.should_sample(parent, trace_id, name, kind, attributes, ())
+            given = _checked(self.visible(attributes))
+            decided = self.sampler.should_sample(parent, trace_id, name, kind, given, ())
             decision: Any = decided.decision
             recording, sampled = decision.is_recording(), decision.is_sampled()
-            state = decided.trace_state
-            attributes = _checked(dict(decided.attributes or {}))
+            state, first = decided.trace_state, decided.attributes or {}
         flags = TraceFlags((_SAMPLED if sampled else 0) | random)
         context = SpanContext(trace_id, self.ids.generate_span_id(), False, flags, state)
         if not recording:
             return trace.NonRecordingSpan(context)
-        return Span(name, context, above, kind, attributes, self)
+        return Span(name, context, above, kind, attributes, self, first)
+
+    def visible(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """``attributes`` as a span shows them: without ``None`` values and the hidden keys."""
+        hidden = self.hidden
+        return {k: v for k, v in attributes.items() if v is not None and k not in hidden}
 
     def event(self, name: str, attributes: Mapping[str, Any] | None, timestamp: int | None) -> Event:
         """An event as the SDK's span would hold it (its attributes within the event limits)."""
@@ -119,7 +136,10 @@ class Spans:
 
 class Span(trace.Span, ReadableSpan):
     """A recording span of the runner's (see the module's docstring), ended once; it is itself the
-    SDK's ``ReadableSpan`` its processor receives (as the SDK's own span is)."""
+    SDK's ``ReadableSpan`` its processor receives (as the SDK's own span is). Its attributes and
+    events are settled (checked, limited) at the first read after it ended."""
+
+    _settling = threading.Lock()
 
     def __init__(
         self,
@@ -129,13 +149,14 @@ class Span(trace.Span, ReadableSpan):
         kind: SpanKind,
         attributes: Mapping[str, Any],
         spans: Spans,
+        first: Mapping[str, Any] = _NONE,
     ) -> None:
         # ReadableSpan's fields, which its properties (what exporters read) return.
         self._name = name
         self._context = context
         self._parent = parent
         self._kind = kind
-        self._attributes: Any = attributes if type(attributes) is dict else dict(attributes)
+        self._attributes: Any = None  # settled
         self._events: Any = []
         self._links: Sequence[trace.Link] = ()
         self._resource = spans.resource
@@ -145,6 +166,65 @@ class Span(trace.Span, ReadableSpan):
         self._instrumentation_scope = spans.scope
         self._instrumentation_info = None
         self._spans = spans
+        self._first = first  # the sampler's
+        self._live = attributes  # the scope's, read once the span has ended
+        self._set: dict[str, Any] = {}  # set on the span itself, checked
+        self._error: str | None = None
+
+    # ----------------------------------------------------------------- what the exporter reads
+
+    def _settled(self) -> None:
+        """The span's attributes and events as the SDK's span holds them once ended (its limits
+        applied); nothing before the end."""
+        if self._attributes is not None or self._end_time is None:
+            return
+        with self._settling:
+            if self._attributes is not None:
+                return
+            spans = self._spans
+            merged = dict(self._first)
+            merged.update(_checked(spans.visible(self._live)))
+            merged.update(self._set)
+            if self._error:
+                merged["error.type"] = self._error
+            limits = spans.limits
+            count, length = limits.max_span_attributes, limits.max_span_attribute_length
+            if limits.max_events is not None and len(self._events) > limits.max_events:
+                self._events = BoundedList.from_seq(limits.max_events, self._events)
+            if (count is not None and len(merged) > count) or length is not None:
+                self._attributes = BoundedAttributes(count, merged, immutable=True, max_value_len=length)
+            else:
+                self._attributes = merged
+
+    @property
+    def attributes(self) -> Mapping[str, Any]:
+        self._settled()
+        return MappingProxyType(self._attributes if self._attributes is not None else self._peek())
+
+    @property
+    def dropped_attributes(self) -> int:
+        self._settled()
+        return super().dropped_attributes
+
+    @property
+    def events(self) -> Sequence[Event]:
+        self._settled()
+        return tuple(self._events)
+
+    @property
+    def dropped_events(self) -> int:
+        self._settled()
+        return super().dropped_events
+
+    def to_json(self, indent: int | None = 4) -> str:
+        self._settled()
+        return super().to_json(indent)
+
+    def _peek(self) -> dict[str, Any]:
+        """The attributes so far, for a reader before the end (a processor's ``on_start``, a test)."""
+        return {**self._first, **_checked(self._spans.visible(self._live)), **self._set}
+
+    # ----------------------------------------------------------------- the API's span
 
     def get_span_context(self) -> SpanContext:
         return cast(SpanContext, self._context)
@@ -154,11 +234,11 @@ class Span(trace.Span, ReadableSpan):
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         if self._end_time is None:
-            self._attributes.update(_checked(attributes))
+            self._set.update(_checked(attributes))
 
     def set_attribute(self, key: str, value: Any) -> None:
         if self._end_time is None:
-            self._attributes.update(_checked({key: value}))
+            self._set.update(_checked({key: value}))
 
     def add_event(
         self, name: str, attributes: Mapping[str, Any] | None = None, timestamp: int | None = None
@@ -201,29 +281,16 @@ class Span(trace.Span, ReadableSpan):
         }
         self.add_event("exception", values, timestamp)
 
-    def finish(self, attributes: Mapping[str, Any], error: str | None, description: str | None) -> None:
-        """End the span with ``attributes`` added (a scope's, gathered while it ran) and, with an
-        ``error`` (its ``error.type``), an error status."""
-        if self._end_time is not None:
-            return
-        self._attributes.update(_checked(attributes))
-        if error:
-            self._attributes["error.type"] = error
+    def fail(self, error: str, description: str | None) -> None:
+        """The work failed: ``error`` its ``error.type`` (set last), an error status."""
+        if self._end_time is None:
+            self._error = error
             self.set_status(Status(StatusCode.ERROR, description))
-        self.end()
 
     def end(self, end_time: int | None = None) -> None:
-        """End the span: the limits applied (once, here), handed to the processor."""
+        """End the span and hand it to the processor (its attributes are settled when read)."""
         if self._end_time is not None:
             log.debug("span %s ended twice; the second end is ignored", self._name)
             return
         self._end_time = end_time if end_time is not None else time_ns()
-        limits = self._spans.limits
-        count, length = limits.max_span_attributes, limits.max_span_attribute_length
-        if (count is not None and len(self._attributes) > count) or length is not None:
-            self._attributes = BoundedAttributes(
-                count, self._attributes, immutable=True, max_value_len=length
-            )
-        if limits.max_events is not None and len(self._events) > limits.max_events:
-            self._events = BoundedList.from_seq(limits.max_events, self._events)
         self._spans.processor.on_end(self)

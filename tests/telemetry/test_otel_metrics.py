@@ -74,7 +74,8 @@ async def test_a_streamed_call_notes_its_time_to_first_chunk_once_with_the_opt_i
         original(scope)
 
     monkeypatch.setattr(telemetry.Scope, "first_chunk", counted)
-    monkeypatch.setattr(tracing, "latest", True)  # OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
+    # OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, as tracing was enabled
+    monkeypatch.setattr(tracing.spans, "hidden", frozenset())
     path = write_agent(tmp_path, "")  # model.stream is on by default
     await run_agent(path, "Hi", script=[text("Hello there, " * 20)])
     chat = traces.one("chat scripted")

@@ -282,3 +282,30 @@ def test_baggage_set_in_the_process_goes_out_with_the_trace_context(tracing: Cal
     finally:
         otel_context.detach(token)
     assert headers["baggage"] == "tenant=acme" and headers["traceparent"].startswith("00-")
+
+
+@pytest.mark.parametrize("opted_in", [False, True])
+def test_the_newest_attributes_and_none_values_are_left_out_unless_opted_in(
+    tracing: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, opted_in: bool
+) -> None:
+    if opted_in:
+        monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http, gen_ai_latest_experimental")
+    _, exporter = tracing()
+    with telemetry.chat("openai/gpt", stream=True) as scope:
+        scope.first_chunk()
+        scope.set({"gen_ai.response.id": None, "gen_ai.usage.input_tokens": 3})
+    (span,) = exporter.get_finished_spans()
+    attributes = dict(span.attributes or {})
+    assert ("gen_ai.response.time_to_first_chunk" in attributes) is opted_in
+    assert "gen_ai.response.id" not in attributes and attributes["gen_ai.usage.input_tokens"] == 3
+    assert "gen_ai.agent.name" not in attributes  # None outside an agent
+
+
+def test_a_failed_scope_ends_its_span_with_the_error_last(tracing: Callable[..., Any]) -> None:
+    _, exporter = tracing()
+    with pytest.raises(TimeoutError), telemetry.tool("add", call_id="c1", agent_name="adder") as scope:
+        scope.set({"error.type": "tool_error"})
+        raise TimeoutError("slow")
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["error.type"] == "TimeoutError"
+    assert span.status.status_code is StatusCode.ERROR
