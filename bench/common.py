@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import subprocess
@@ -69,6 +70,16 @@ def paired_ratios(samples: dict[str, list[float]], floor: str) -> dict[str, floa
         name: statistics.median(v / f for v, f in zip(values, samples[floor], strict=True))
         for name, values in samples.items()
     }
+
+
+def median_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """A distribution-free ~95 % interval of the median of ``values`` (``z`` 1.96): the order
+    statistics whose ranks lie ``z`` standard deviations of a binomial(n, 1/2) either side of n/2."""
+    ordered = sorted(values)
+    n = len(ordered)
+    spread = z * math.sqrt(n) / 2
+    low, high = max(0, math.floor(n / 2 - spread)), min(n - 1, math.ceil(n / 2 + spread) - 1)
+    return ordered[low], ordered[high]
 
 
 def launch_serve(

@@ -18,7 +18,9 @@ httpx pools compared under the same load: ``python -m bench.telemetry --pools 1,
 ``--no-freeze`` serves without ``runner serve``'s ``gc.freeze()``, as this bench did before;
 ``--model-apart`` runs the per-step rounds with the scripted model in a process of its own (for
 reference: the judged rounds keep it in this process, as the bench always has);
-``--enable-each-round`` turns tracing on before each "on" session and off after it, as this bench
+``--sustained N`` runs N sessions back to back in a process with tracing off and in one with it
+on, nothing flushed between them (the export runs on its thread as the sessions go on; for
+reference); ``--enable-each-round`` turns tracing on before each "on" session and off after it, as this bench
 did before 2026-12-04 (it now enables tracing once, as a process does, and runs each pair of
 sessions in one order, then the other).
 """
@@ -42,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from bench.common import paired_ratios, report
+from bench.common import median_interval, paired_ratios, report
 from bench.loop import TOOLS_MODULE, stepping_script
 from runner.testing import ScriptedServer
 
@@ -225,14 +227,82 @@ def per_step(runs: int, *, apart: bool = False, each_round: bool = False) -> boo
         target=1.05,
         ratios=paired_ratios(walls, "tracing off"),
     )
+    low, high = median_interval([v / f for v, f in zip(samples["on"], samples["off"], strict=True)])
+    print(f"{'  95 % interval of that median':<46} {low:.2f}x to {high:.2f}x")
     off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
     cpu = paired_ratios({"off": samples["off cpu"], "on": samples["on cpu"]}, "off")["on"]
+    low, high = median_interval([v / f for v, f in zip(samples["on cpu"], samples["off cpu"], strict=True)])
     label = "loop thread CPU a step, tracing off / on"
-    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x  (reference)")
+    interval = f"{low:.2f}x to {high:.2f}x"
+    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x  (reference; {interval})")
     export = statistics.median(samples["export cpu"]) * 1e6
     print(f"{'export after the session (CPU, all threads)':<46} {export:6.0f} us a step  (reference)")
     print(f"{'tracing off imported no OpenTelemetry module':<46} {'yes' if clean else 'NO'}")
     return ok and clean
+
+
+_SUSTAINED = """
+import asyncio, os, sys, tempfile, time
+from pathlib import Path
+from bench.loop import stepping_script
+from bench.telemetry import STEPS, _agent, _session
+from runner.testing import ScriptedServer
+import runner.telemetry as telemetry
+
+folder = Path(tempfile.mkdtemp(prefix="bench-otel-"))
+sys.path.insert(0, str(folder))
+with ScriptedServer(stepping_script(STEPS, 1), repeat=True) as server:
+    path = _agent(folder, server)
+    if sys.argv[1] == "on":
+        telemetry.enable()
+    for _ in range(3):
+        asyncio.run(_session(path, server))  # warm
+    started, cpu = time.perf_counter(), time.thread_time()
+    for _ in range(int(sys.argv[2])):
+        asyncio.run(_session(path, server))
+    sessions = int(sys.argv[2]) * STEPS
+    print((time.perf_counter() - started) / sessions, (time.thread_time() - cpu) / sessions)
+    telemetry.flush()
+"""
+
+
+def sustained(runs: int, sessions: int) -> None:
+    """For reference: ``sessions`` back to back in a process of their own with tracing off, then
+    in one with it on (``runs`` pairs, each pair in one order then the other). Nothing is flushed
+    between sessions: the batch processor exports as it does in a busy process (every 512 spans,
+    ~8 sessions), on its thread, while the next sessions run. The receiver is this process, as a
+    collector is another process than the runner's."""
+    import os
+
+    root = Path(__file__).resolve().parent.parent
+    samples: dict[str, list[float]] = {"off": [], "on": [], "off cpu": [], "on cpu": []}
+    with receiver() as endpoint:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "PYTHONPATH": str(root)}
+        for index in range(runs):
+            for mode in ("off", "on") if index % 2 == 0 else ("on", "off"):
+                out = subprocess.run(
+                    [sys.executable, "-c", _SUSTAINED, mode, str(sessions)],
+                    cwd=root,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                wall, cpu = (float(part) for part in out.stdout.split())
+                samples[mode].append(wall)
+                samples[f"{mode} cpu"].append(cpu)
+    walls = {"tracing off": samples["off"], ON: samples["on"]}
+    report(
+        f"for reference: {sessions} sessions back to back, exporting as they run (median of {runs})",
+        {name: statistics.median(values) for name, values in walls.items()},
+        floor="tracing off",
+        target=1.05,
+        ratios=paired_ratios(walls, "tracing off"),
+    )
+    cpu = paired_ratios({"off": samples["off cpu"], "on": samples["on cpu"]}, "off")["on"]
+    off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
+    label = "loop thread CPU a step, tracing off / on"
+    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x")
 
 
 def _model_process(queue: Any) -> None:
@@ -490,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--runs",
         type=int,
-        help="rounds of tracing off / on (default 41), or of the pools compared (default 7)",
+        help="rounds of tracing off / on (default 101), or of the pools compared (default 7)",
     )
     parser.add_argument(
         "--only", choices=("steps", "metrics"), help="one of the two measurements (default: both)"
@@ -505,6 +575,12 @@ def main(argv: list[str] | None = None) -> int:
         help="per step: the scripted model in a process of its own (as a real model is), for reference",
     )
     parser.add_argument(
+        "--sustained",
+        type=int,
+        metavar="SESSIONS",
+        help="for reference: SESSIONS back to back a process, exporting as they run (--runs pairs, default 7)",
+    )
+    parser.add_argument(
         "--enable-each-round",
         action="store_true",
         help="per step: enable tracing before each 'on' session, as this bench did before 2026-12-04",
@@ -517,8 +593,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     freeze = not args.no_freeze
     ok = True
+    if args.sustained:
+        sustained(args.runs or 7, args.sustained)
+        return 0
     if args.only != "metrics" and not args.pools:
-        ok = per_step(args.runs or 41, apart=args.model_apart, each_round=args.enable_each_round)
+        ok = per_step(args.runs or 101, apart=args.model_apart, each_round=args.enable_each_round)
     if args.pools:
         counts = [int(part) for part in args.pools.split(",")]
         ok = pools_compared(args.runs or 7, counts, args.scrapes, freeze=freeze) and ok

@@ -216,6 +216,8 @@ class Tracing:
         """Start a span under ``parent`` (a context; None: the current one) and make it current
         (``scope``: what kind of work it is, ``chat`` a client span)."""
         kind = _KINDS.get(scope, SpanKind.INTERNAL)
+        if parent is None:  # read once, for the span's parent and the context it is set in
+            parent = otel_context.get_current()
         span = self.spans.start(name, attributes, parent, kind)
         context = trace.set_span_in_context(span, parent)
         return span, otel_context.attach(context), context
