@@ -578,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         "--sustained",
         type=int,
         metavar="SESSIONS",
-        help="for reference: SESSIONS back to back a process, exporting as they run (--runs pairs, default 7)",
+        help="for reference: SESSIONS back to back a process, exporting as they go (--runs pairs, default 7)",
     )
     parser.add_argument(
         "--enable-each-round",
