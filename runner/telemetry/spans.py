@@ -88,6 +88,9 @@ class Spans:
         self.scope = scope
         #: Attributes left out of every span (the newest conventions' without the user's opt-in).
         self.hidden = hidden
+        #: The class of this provider's spans: the span class with its resource, scope and ``self``.
+        fields = {"_spans": self, "_resource": resource, "_instrumentation_scope": scope}
+        self.made: type[Span] = type("Span", (Span,), fields)
         self._random_ids = bool(_RANDOM) and bool(getattr(self.ids, "is_trace_id_random", lambda: False)())
 
     def start(self, name: str, attributes: Mapping[str, Any], parent: Any, kind: SpanKind) -> trace.Span:
@@ -114,7 +117,10 @@ class Spans:
         context = SpanContext(trace_id, self.ids.generate_span_id(), False, flags, state)
         if not recording:
             return trace.NonRecordingSpan(context)
-        return Span(name, context, above, kind, attributes, self, first)
+        span = self.made(name, context, above, kind, attributes)
+        if first:
+            span._first = first
+        return span
 
     def visible(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """``attributes`` as a span shows them: without ``None`` values and the hidden keys."""
@@ -140,6 +146,19 @@ class Span(trace.Span, ReadableSpan):
     events are settled (checked, limited) at the first read after it ended."""
 
     _settling = threading.Lock()
+    # ReadableSpan's fields (which its properties, what exporters read, return) as they are until
+    # set: a span starts with five of its own. ``Spans`` makes the subclass that names its
+    # ``_spans``, ``_resource`` and ``_instrumentation_scope``.
+    _spans: Spans
+    _attributes: Any = None  # settled, once ended
+    _events: Any = ()  # a list from the first event
+    _links: Sequence[trace.Link] = ()
+    _status = _UNSET
+    _end_time: int | None = None
+    _instrumentation_info = None
+    _first: Mapping[str, Any] = _NONE  # the sampler's
+    _set: Any = _NONE  # set on the span itself (checked): a dict from the first
+    _error: str | None = None
 
     def __init__(
         self,
@@ -148,28 +167,13 @@ class Span(trace.Span, ReadableSpan):
         parent: SpanContext | None,
         kind: SpanKind,
         attributes: Mapping[str, Any],
-        spans: Spans,
-        first: Mapping[str, Any] = _NONE,
     ) -> None:
-        # ReadableSpan's fields, which its properties (what exporters read) return.
         self._name = name
         self._context = context
         self._parent = parent
         self._kind = kind
-        self._attributes: Any = None  # settled
-        self._events: Any = []
-        self._links: Sequence[trace.Link] = ()
-        self._resource = spans.resource
-        self._status = _UNSET
-        self._start_time = time_ns()
-        self._end_time: int | None = None
-        self._instrumentation_scope = spans.scope
-        self._instrumentation_info = None
-        self._spans = spans
-        self._first = first  # the sampler's
         self._live = attributes  # the scope's, read once the span has ended
-        self._set: dict[str, Any] = {}  # set on the span itself, checked
-        self._error: str | None = None
+        self._start_time = time_ns()
 
     # ----------------------------------------------------------------- what the exporter reads
 
@@ -234,16 +238,19 @@ class Span(trace.Span, ReadableSpan):
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         if self._end_time is None:
+            if self._set is _NONE:
+                self._set = {}
             self._set.update(_checked(attributes))
 
     def set_attribute(self, key: str, value: Any) -> None:
-        if self._end_time is None:
-            self._set.update(_checked({key: value}))
+        self.set_attributes({key: value})
 
     def add_event(
         self, name: str, attributes: Mapping[str, Any] | None = None, timestamp: int | None = None
     ) -> None:
         if self._end_time is None:
+            if not self._events:
+                self._events = []
             self._events.append(self._spans.event(name, attributes, timestamp))
 
     def add_link(self, context: SpanContext, attributes: Mapping[str, Any] | None = None) -> None:
