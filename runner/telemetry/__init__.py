@@ -17,6 +17,7 @@ incoming carrier parents what runs inside: the door helper).
 from __future__ import annotations
 
 import contextvars
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
@@ -260,33 +261,27 @@ class Scope:
 
     def reply(self, reply: Any) -> None:
         """A model's ``Reply``: its model, id, finish reason, usage (cost as ``runner.usage.cost_usd``)."""
-        usage = reply.usage
-        self.set(
-            {
-                "gen_ai.response.model": reply.model or None,
-                "gen_ai.response.id": reply.response_id,
-                "gen_ai.response.finish_reasons": (reply.finish_reason,) if reply.finish_reason else None,
-                "gen_ai.usage.input_tokens": usage.prompt_tokens,
-                "gen_ai.usage.output_tokens": usage.completion_tokens,
-                "gen_ai.usage.cache_read.input_tokens": usage.cached_tokens or None,
-                "runner.usage.cost_usd": usage.cost_usd,
-            }
-        )
-        self.content("gen_ai.output.messages", lambda: [reply.message()])
+        usage, attributes = reply.usage, self.attributes
+        attributes["gen_ai.response.model"] = reply.model or None
+        attributes["gen_ai.response.id"] = reply.response_id
+        attributes["gen_ai.response.finish_reasons"] = (reply.finish_reason,) if reply.finish_reason else None
+        attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
+        attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens or None
+        attributes["runner.usage.cost_usd"] = usage.cost_usd
+        if self.span is not None and _tracing.capture_content:
+            self.content("gen_ai.output.messages", lambda: [reply.message()])
 
     def tool_result(self, result: Any, tool: Any = None) -> None:
         """A tool call's ``ToolResult`` (and the ``Tool`` that ran it, when known)."""
-        source = getattr(tool, "source_kind", None)
-        self.set(
-            {
-                "gen_ai.tool.type": "function" if source in (None, "python", "builtin") else "extension",
-                "runner.tool.source": source,
-                "runner.tool.outcome": "error" if result.is_error else "ok",
-                "error.type": "tool_error" if result.is_error else None,
-            }
-        )
-        self.content("gen_ai.tool.call.arguments", lambda: result.arguments or {})
-        self.content("gen_ai.tool.call.result", lambda: result.content)
+        source, attributes = getattr(tool, "source_kind", None), self.attributes
+        attributes["gen_ai.tool.type"] = "function" if source in (None, "python", "builtin") else "extension"
+        attributes["runner.tool.source"] = source
+        attributes["runner.tool.outcome"] = "error" if result.is_error else "ok"
+        attributes["error.type"] = "tool_error" if result.is_error else None
+        if self.span is not None and _tracing.capture_content:
+            self.content("gen_ai.tool.call.arguments", lambda: result.arguments or {})
+            self.content("gen_ai.tool.call.result", lambda: result.content)
 
 
 def _error_type(exc: BaseException) -> str:
@@ -316,6 +311,7 @@ def model_retry(model: str, error: BaseException, wait_s: float) -> None:
         )
 
 
+@functools.lru_cache(maxsize=256)
 def provider_of(model: str) -> str:
     """``gen_ai.provider.name`` of a litellm-style model id (``openai/gpt-4o`` -> ``openai``)."""
     prefix, slash, _ = model.partition("/")

@@ -295,10 +295,11 @@ class Tracing:
 
         With the default propagators (W3C trace context and baggage) and no baggage in the context,
         the ``traceparent`` (and ``tracestate``) are written here as the W3C propagator writes them,
-        without its dozen calls a model request (``tests/telemetry/test_propagation.py`` holds the
-        two to one answer); anything else goes through the configured propagator."""
-        if propagate.get_global_textmap() is self._w3c and not baggage.get_all():
-            context = trace.get_current_span().get_span_context()
+        without its dozen calls a model request (``tests/telemetry/test_spans.py`` holds the two to
+        one answer); anything else goes through the configured propagator."""
+        current = otel_context.get_current()
+        if propagate.get_global_textmap() is self._w3c and not baggage.get_all(current):
+            context = trace.get_current_span(current).get_span_context()
             if context.is_valid:
                 ids = f"{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
                 carrier["traceparent"] = f"00-{ids}"
