@@ -231,10 +231,10 @@ class Tracing:
         exc: BaseException | None,
         took_s: float,
     ) -> None:
-        """End ``span`` with its scope's ``attributes`` (its error, if any), queue a model call's
-        metrics for the next collection, restore the context. ``took_s``: the call's duration as its
-        scope measured it (a span the sampler left unrecorded has no times of its own; the call is
-        measured all the same)."""
+        """Restore the context, end ``span`` (its error, if any; it reads its scope's ``attributes``,
+        which it was started with, once ended), queue a model call's metrics for the next
+        collection. ``took_s``: the call's duration as its scope measured it (a span the sampler left
+        unrecorded has no times of its own; the call is measured all the same)."""
         self.detach(token)
         if error and isinstance(span, Span):  # a span the sampler dropped records nothing
             span.fail(error, str(getattr(exc, "message", "")) or None)

@@ -59,9 +59,9 @@ def _plain_tuple(value: Any) -> bool:
 
 
 def _checked(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``attributes`` themselves when every value is one the conventions allow as
-    it is; else a copy as the SDK's ``BoundedAttributes`` cleans it (other sequences made tuples, an
-    invalid value dropped with the SDK's warning)."""
+    """``attributes`` themselves when every value is one the conventions allow as it is; else a
+    copy as the SDK's ``BoundedAttributes`` cleans it (other sequences made tuples, an invalid value
+    replaced as the SDK's warning says)."""
     for value in attributes.values():
         if type(value) not in _PLAIN and not _plain_tuple(value):
             return dict(BoundedAttributes(None, attributes, immutable=False))
