@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import traceback
 from collections.abc import Mapping, Sequence
 from time import time_ns
 from types import MappingProxyType
@@ -34,6 +33,7 @@ from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, TracerProvider, sampling
+from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -66,6 +66,14 @@ def _checked(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
         if type(value) not in _PLAIN and not _plain_tuple(value):
             return dict(BoundedAttributes(None, attributes, immutable=False))
     return attributes
+
+
+def _bounded(values: dict[str, Any], count: int | None, length: int | None) -> Mapping[str, Any]:
+    """``values`` within a count and a value-length limit, as the SDK bounds them (the oldest
+    dropped, and counted); as they are when neither limit applies."""
+    if (count is not None and len(values) > count) or length is not None:
+        return BoundedAttributes(count, values, immutable=True, max_value_len=length)
+    return values
 
 
 class Spans:
@@ -129,15 +137,9 @@ class Spans:
 
     def event(self, name: str, attributes: Mapping[str, Any] | None, timestamp: int | None) -> Event:
         """An event as the SDK's span would hold it (its attributes within the event limits)."""
-        limits = self.limits
         values = dict(_checked(attributes or {}))  # the caller's dict may change after
-        cap = limits.max_event_attributes
-        if (cap is not None and len(values) > cap) or limits.max_attribute_length is not None:
-            bounded = BoundedAttributes(
-                cap, values, immutable=True, max_value_len=limits.max_attribute_length
-            )
-            return Event(name, bounded, timestamp if timestamp is not None else time_ns())
-        return Event(name, values, timestamp if timestamp is not None else time_ns())
+        bounded = _bounded(values, self.limits.max_event_attributes, self.limits.max_attribute_length)
+        return Event(name, bounded, timestamp if timestamp is not None else time_ns())
 
 
 class Span(trace.Span, ReadableSpan):
@@ -185,25 +187,16 @@ class Span(trace.Span, ReadableSpan):
         with self._settling:
             if self._attributes is not None:
                 return
-            spans = self._spans
-            merged = dict(self._first)
-            merged.update(_checked(spans.visible(self._live)))
-            merged.update(self._set)
-            if self._error:
-                merged["error.type"] = self._error
-            limits = spans.limits
-            count, length = limits.max_span_attributes, limits.max_span_attribute_length
+            limits = self._spans.limits
             if limits.max_events is not None and len(self._events) > limits.max_events:
                 self._events = BoundedList.from_seq(limits.max_events, self._events)
-            if (count is not None and len(merged) > count) or length is not None:
-                self._attributes = BoundedAttributes(count, merged, immutable=True, max_value_len=length)
-            else:
-                self._attributes = merged
+            count, length = limits.max_span_attributes, limits.max_span_attribute_length
+            self._attributes = _bounded(self._merged(), count, length)
 
     @property
     def attributes(self) -> Mapping[str, Any]:
         self._settled()
-        return MappingProxyType(self._attributes if self._attributes is not None else self._peek())
+        return MappingProxyType(self._attributes if self._attributes is not None else self._merged())
 
     @property
     def dropped_attributes(self) -> int:
@@ -224,9 +217,13 @@ class Span(trace.Span, ReadableSpan):
         self._settled()
         return super().to_json(indent)
 
-    def _peek(self) -> dict[str, Any]:
-        """The attributes so far, for a reader before the end (a processor's ``on_start``, a test)."""
-        return {**self._first, **_checked(self._spans.visible(self._live)), **self._set}
+    def _merged(self) -> dict[str, Any]:
+        """The attributes so far, unbounded: the sampler's, the scope's, those set on the span, the
+        error last (what a reader before the end sees; what the end settles)."""
+        merged = {**self._first, **_checked(self._spans.visible(self._live)), **self._set}
+        if self._error:
+            merged["error.type"] = self._error
+        return merged
 
     # ----------------------------------------------------------------- the API's span
 
@@ -276,17 +273,8 @@ class Span(trace.Span, ReadableSpan):
         timestamp: int | None = None,
         escaped: bool = False,
     ) -> None:
-        kind = type(exception)
-        module = kind.__module__
-        name = f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
-        values = {
-            "exception.type": name,
-            "exception.message": str(exception),
-            "exception.stacktrace": "".join(traceback.format_exception(exception)),
-            "exception.escaped": str(escaped),
-            **(attributes or {}),
-        }
-        self.add_event("exception", values, timestamp)
+        """The SDK's own: an ``exception`` event (type, message, stack trace) through ``add_event``."""
+        SDKSpan.record_exception(self, exception, attributes, timestamp, escaped)  # type: ignore[arg-type]
 
     def fail(self, error: str, description: str | None) -> None:
         """The work failed: ``error`` its ``error.type`` (set last), an error status."""
