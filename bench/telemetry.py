@@ -203,6 +203,30 @@ def _model_apart() -> Iterator[_ModelApart]:
         process.wait(timeout=10)
 
 
+def _report_off_on(title: str, samples: dict[str, list[float]]) -> bool:
+    """The wall time a step off and on (judged against 1.05x: the median of per-round ratios and its
+    95 % interval), and the loop thread's CPU a step beside it; whether the ratio is within 1.05x."""
+    walls = {"tracing off": samples["off"], ON: samples["on"]}
+    ok = report(
+        title,
+        {name: statistics.median(values) for name, values in walls.items()},
+        floor="tracing off",
+        target=1.05,
+        ratios=paired_ratios(walls, "tracing off"),
+    )
+    low, high = median_interval([v / f for v, f in zip(samples["on"], samples["off"], strict=True)])
+    print(f"{'  95 % interval of that median':<46} {low:.2f}x to {high:.2f}x")
+    off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
+    ratios = [v / f for v, f in zip(samples["on cpu"], samples["off cpu"], strict=True)]
+    low, high = median_interval(ratios)
+    label = "loop thread CPU a step, tracing off / on"
+    interval = f"{low:.2f}x to {high:.2f}x"
+    print(
+        f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {statistics.median(ratios):5.2f}x  ({interval})"
+    )
+    return ok
+
+
 def per_step(runs: int, *, apart: bool = False, each_round: bool = False) -> bool:
     """Tracing off vs on (OTLP to a local receiver), per step; the loop thread's CPU and the
     export's beside it, for reference (the target is on the wall time). With ``apart``, the model
@@ -218,23 +242,8 @@ def per_step(runs: int, *, apart: bool = False, each_round: bool = False) -> boo
         asyncio.run(_session(path, server))  # warm: imports, the tools module
         clean = not any(name.startswith("opentelemetry") for name in sys.modules)
         samples = _rounds(path, server, runs, each_round=each_round)
-    walls = {"tracing off": samples["off"], ON: samples["on"]}
     where = ", the model in a process of its own" if apart else ""
-    ok = report(
-        f"tracing on vs off, per step ({STEPS} steps, median of {runs}{where})",
-        {name: statistics.median(values) for name, values in walls.items()},
-        floor="tracing off",
-        target=1.05,
-        ratios=paired_ratios(walls, "tracing off"),
-    )
-    low, high = median_interval([v / f for v, f in zip(samples["on"], samples["off"], strict=True)])
-    print(f"{'  95 % interval of that median':<46} {low:.2f}x to {high:.2f}x")
-    off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
-    cpu = paired_ratios({"off": samples["off cpu"], "on": samples["on cpu"]}, "off")["on"]
-    low, high = median_interval([v / f for v, f in zip(samples["on cpu"], samples["off cpu"], strict=True)])
-    label = "loop thread CPU a step, tracing off / on"
-    interval = f"{low:.2f}x to {high:.2f}x"
-    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x  (reference; {interval})")
+    ok = _report_off_on(f"tracing on vs off, per step ({STEPS} steps, median of {runs}{where})", samples)
     export = statistics.median(samples["export cpu"]) * 1e6
     print(f"{'export after the session (CPU, all threads)':<46} {export:6.0f} us a step  (reference)")
     print(f"{'tracing off imported no OpenTelemetry module':<46} {'yes' if clean else 'NO'}")
@@ -291,18 +300,9 @@ def sustained(runs: int, sessions: int) -> None:
                 wall, cpu = (float(part) for part in out.stdout.split())
                 samples[mode].append(wall)
                 samples[f"{mode} cpu"].append(cpu)
-    walls = {"tracing off": samples["off"], ON: samples["on"]}
-    report(
-        f"for reference: {sessions} sessions back to back, exporting as they run (median of {runs})",
-        {name: statistics.median(values) for name, values in walls.items()},
-        floor="tracing off",
-        target=1.05,
-        ratios=paired_ratios(walls, "tracing off"),
+    _report_off_on(
+        f"for reference: {sessions} sessions back to back, exporting as they run (median of {runs})", samples
     )
-    cpu = paired_ratios({"off": samples["off cpu"], "on": samples["on cpu"]}, "off")["on"]
-    off, on = statistics.median(samples["off cpu"]), statistics.median(samples["on cpu"])
-    label = "loop thread CPU a step, tracing off / on"
-    print(f"{label:<46} {off * 1e6:6.0f} / {on * 1e6:.0f} us  {cpu:5.2f}x")
 
 
 def _model_process(queue: Any) -> None:
