@@ -233,7 +233,7 @@ class Scope:
         error = _error_type(exc) if exc is not None else self.attributes.get("error.type")
         duration = time.perf_counter() - self._start
         if self.span is not None:
-            _tracing.end(self.span, self._token, self.attributes, error, exc, duration)
+            _tracing.end(self.span, self._token, self.attributes, error, exc, duration, scope=self.kind)
         if self._agent_token is not None:
             _agent.reset(self._agent_token[0])
             _secrets.reset(self._agent_token[1])

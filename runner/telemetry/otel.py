@@ -24,8 +24,9 @@ import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
-from opentelemetry import baggage, propagate, trace
 from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -40,7 +41,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind
 
 from runner.redact import REDACTED, Redactor, environment_secrets, is_secret_name
-from runner.telemetry.spans import Span, Spans
+from runner.telemetry.spans import BAGGAGE_KEY, SPAN_KEY, Span, Spans
 from runner.version import __version__
 
 __all__ = ["Tracing", "capture_content_setting"]
@@ -219,7 +220,7 @@ class Tracing:
         if parent is None:  # read once, for the span's parent and the context it is set in
             parent = otel_context.get_current()
         span = self.spans.start(name, attributes, parent, kind)
-        context = trace.set_span_in_context(span, parent)
+        context = Context({**parent, SPAN_KEY: span})  # what ``trace.set_span_in_context`` makes
         return span, otel_context.attach(context), context
 
     def end(
@@ -230,16 +231,18 @@ class Tracing:
         error: str | None,
         exc: BaseException | None,
         took_s: float,
+        *,
+        scope: str = "",
     ) -> None:
         """Restore the context, end ``span`` (its error, if any; it reads its scope's ``attributes``,
-        which it was started with, once ended), queue a model call's metrics for the next
-        collection. ``took_s``: the call's duration as its scope measured it (a span the sampler left
-        unrecorded has no times of its own; the call is measured all the same)."""
-        self.detach(token)
+        which it was started with, once ended), queue a model call's (``scope`` ``chat``) metrics
+        for the next collection. ``took_s``: the call's duration as its scope measured it (a span
+        the sampler left unrecorded has no times of its own; the call is measured all the same)."""
+        otel_context.detach(token)  # type: ignore[arg-type]  # never raises (``detach``)
         if error and isinstance(span, Span):  # a span the sampler dropped records nothing
             span.fail(error, str(getattr(exc, "message", "")) or None)
         span.end()
-        if attributes.get("gen_ai.operation.name") == "chat":
+        if scope == "chat":
             pending = self._pending
             pending.append((took_s, attributes, error, span.get_span_context()))
             if len(pending) > _PENDING_CALLS:  # the oldest now: a steady cost, never a burst
@@ -298,8 +301,12 @@ class Tracing:
         without its dozen calls a model request (``tests/telemetry/test_spans.py`` holds the two to
         one answer); anything else goes through the configured propagator."""
         current = otel_context.get_current()
-        if propagate.get_global_textmap() is self._w3c and not baggage.get_all(current):
-            context = trace.get_current_span(current).get_span_context()
+        if propagate.get_global_textmap() is self._w3c and not current.get(BAGGAGE_KEY):
+            span: Any = current.get(SPAN_KEY)
+            if type(span) is self.spans.made:  # the runner's own (valid)
+                context: trace.SpanContext = span.context
+            else:
+                context = trace.get_current_span(current).get_span_context()
             if context.is_valid:
                 ids = f"{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
                 carrier["traceparent"] = f"00-{ids}"

@@ -29,8 +29,10 @@ from time import time_ns
 from types import MappingProxyType
 from typing import Any, cast
 
-from opentelemetry import trace
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
 from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, TracerProvider, sampling
 from opentelemetry.sdk.trace import Span as SDKSpan
@@ -38,7 +40,7 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-__all__ = ["Spans"]
+__all__ = ["BAGGAGE_KEY", "SPAN_KEY", "Spans"]
 
 log = logging.getLogger("runner.telemetry")
 
@@ -48,6 +50,19 @@ _RANDOM = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _SAMPLED = TraceFlags.SAMPLED
 _UNSET = Status(StatusCode.UNSET)
 _NONE: Mapping[str, Any] = MappingProxyType({})
+
+
+def _key(context: Context) -> str:
+    """The one key of ``context``, which the API made from an empty one."""
+    (key,) = context.keys()
+    return key
+
+
+#: The keys under which the API keeps a context's span and its baggage (a ``Context`` is a dict),
+#: asked of the API itself: a span's start reads its parent, and a request's ``traceparent`` its
+#: span, with one lookup each instead of the API's chain of calls.
+SPAN_KEY = _key(trace.set_span_in_context(trace.INVALID_SPAN, Context()))
+BAGGAGE_KEY = _key(baggage.set_baggage("runner", "key", Context()))
 
 
 def _plain_tuple(value: Any) -> bool:
@@ -105,15 +120,26 @@ class Spans:
         """A span named ``name`` under the context ``parent`` (None: the current one), started now.
         ``attributes`` are read as the span's once it has ended (a scope's, which it fills as it
         runs; not copied)."""
-        above: SpanContext | None = trace.get_current_span(parent).get_span_context()
-        if above is not None and above.is_valid:
-            trace_id, random = above.trace_id, above.trace_flags & _RANDOM
+        if parent is None:
+            parent = otel_context.get_current()
+        over = parent.get(SPAN_KEY)
+        above: SpanContext | None
+        if type(over) is self.made:  # the runner's own (valid): its context as it is
+            above = over._context
+        else:  # none, or another's: as the API reads it
+            above = trace.get_current_span(parent).get_span_context()
+            if not above.is_valid:
+                above = None
+        flags: int
+        if above is not None:
+            trace_id, flags = above.trace_id, above.trace_flags
+            random = flags & _RANDOM
         else:
-            above, trace_id, random = None, self.ids.generate_trace_id(), _RANDOM if self._random_ids else 0
+            trace_id, flags = self.ids.generate_trace_id(), _SAMPLED
+            random = _RANDOM if self._random_ids else 0
         first: Mapping[str, Any] = {}
         if self.sampler is sampling.DEFAULT_ON:  # the default's decision, without its calls: the parent's
-            sampled = above is None or above.trace_flags.sampled
-            recording = sampled
+            sampled = recording = bool(flags & _SAMPLED)
             state: Any = above.trace_state if above is not None else None
         else:
             given = _checked(self.visible(attributes))
@@ -161,6 +187,9 @@ class Span(trace.Span, ReadableSpan):
     _first: Mapping[str, Any] = _NONE  # the sampler's
     _set: Any = _NONE  # set on the span itself (checked): a dict from the first
     _error: str | None = None
+    #: The span's context, as the SDK's ``ReadableSpan.context`` gives it: a plain attribute here (a
+    #: processor reads it twice as each span ends).
+    context: SpanContext = cast(SpanContext, None)
 
     def __init__(
         self,
@@ -171,7 +200,7 @@ class Span(trace.Span, ReadableSpan):
         attributes: Mapping[str, Any],
     ) -> None:
         self._name = name
-        self._context = context
+        self.context = self._context = context
         self._parent = parent
         self._kind = kind
         self._live = attributes  # the scope's, read once the span has ended
@@ -228,7 +257,7 @@ class Span(trace.Span, ReadableSpan):
     # ----------------------------------------------------------------- the API's span
 
     def get_span_context(self) -> SpanContext:
-        return cast(SpanContext, self._context)
+        return self._context  # type: ignore[return-value]  # always set (the SDK's type allows None)
 
     def is_recording(self) -> bool:
         return self._end_time is None

@@ -309,3 +309,34 @@ def test_a_failed_scope_ends_its_span_with_the_error_last(tracing: Callable[...,
     (span,) = exporter.get_finished_spans()
     assert (span.attributes or {})["error.type"] == "TimeoutError"
     assert span.status.status_code is StatusCode.ERROR
+
+
+def test_the_keys_a_context_is_read_by_are_the_apis_own(
+    tracing: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.context import Context
+
+    from runner.telemetry import spans
+
+    runner_tracing, _ = tracing()
+    parent = runner_tracing.spans.start("invoke_agent a", {}, None, SpanKind.INTERNAL)
+    assert trace.set_span_in_context(parent, Context()) == {spans.SPAN_KEY: parent}
+    assert trace.get_current_span(Context({spans.SPAN_KEY: parent})) is parent
+    assert dict(baggage.get_all(Context({spans.BAGGAGE_KEY: {"tenant": "a"}}))) == {"tenant": "a"}
+
+    # Under the runner's own span, neither a child's start nor a request's traceparent asks the
+    # API's chain of calls: each reads the context's span with one lookup.
+    def asked(context: Any = None) -> trace.Span:
+        raise AssertionError("the API's get_current_span was called")
+
+    monkeypatch.setattr(spans.trace, "get_current_span", asked)
+    context = trace.set_span_in_context(parent)
+    child = runner_tracing.spans.start("chat m", {}, context, SpanKind.CLIENT)
+    assert child.parent.span_id == parent.get_span_context().span_id
+    token = otel_context.attach(context)
+    try:
+        carrier: dict[str, str] = {}
+        runner_tracing.inject(carrier)
+    finally:
+        otel_context.detach(token)
+    assert carrier["traceparent"].split("-")[2] == f"{parent.get_span_context().span_id:016x}"
