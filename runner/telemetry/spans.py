@@ -8,10 +8,12 @@ its scope's attributes (a dict the scope fills while it runs) only once the span
 the exporter asks for them, on the batch processor's thread: there the values are checked (plain
 values as they are, anything else through the SDK's own ``BoundedAttributes``), ``None`` and the
 attributes the user did not opt in to left out, and the configured ``SpanLimits`` applied. The run's
-loop only starts, ends and hands on the span. What the processor and the exporter receive is the
-SDK's own ``ReadableSpan`` (this class is one): the same name, ids, parent, kind, attributes,
-events, status, times, resource and instrumentation scope as the SDK's tracer would give them
-(``tests/telemetry/test_spans.py`` holds the two side by side).
+loop only starts, ends and hands on the span; a span's parent (and a request's ``traceparent``) is
+read from the context with one lookup when it is the runner's own span, under the key the API
+itself uses (``SPAN_KEY``, asked of the API at import), and through the API otherwise. What the
+processor and the exporter receive is the SDK's own ``ReadableSpan`` (this class is one): the same
+name, ids, parent, kind, attributes, events, status, times, resource and instrumentation scope as
+the SDK's tracer would give them (``tests/telemetry/test_spans.py`` holds the two side by side).
 
 The sampler (``OTEL_TRACES_SAMPLER``), the id generator and the span limits
 (``OTEL_SPAN_*_LIMIT``, ``OTEL_ATTRIBUTE_*``) are the provider's; a span the sampler drops is the
