@@ -42,6 +42,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+import runner.telemetry as telemetry
 from runner.acp.mapping import (
     EventMapper,
     UnsupportedContent,
@@ -176,8 +177,9 @@ class RunnerAgent:
 
     # ----------------------------------------------------------------- a prompt turn
 
-    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
-        """Run one turn on the prompt; its updates stream before the answer."""
+    async def prompt(self, session_id: str, prompt: list[Any], **meta: Any) -> PromptResponse:
+        """Run one turn on the prompt; its updates stream before the answer. ``meta``: the request's
+        ``_meta`` (the SDK spreads it); a W3C ``traceparent`` there parents the turn's spans."""
         state = self._state(session_id)
         try:
             text = prompt_text(prompt)
@@ -193,7 +195,8 @@ class RunnerAgent:
             limit: LimitReached | None = None
             try:
                 # A turn that failed or was cut short is not tried again: the new prompt follows it.
-                result = await session.run([text], continue_waiting=False)
+                with telemetry.continue_trace(meta):
+                    result = await session.run([text], continue_waiting=False)
                 outcome, limit = result.outcome, result.limit
             except StorageError as exc:
                 raise _error(-32603, exc, self.redact) from None

@@ -9,6 +9,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, app
 from runner.cli.common import handles_errors
+from runner.cli.otel_switch import OtelOption, start_telemetry
 
 __all__ = ["acp"]
 
@@ -33,6 +34,7 @@ def acp(
         bool,
         typer.Option("--no-transcripts", help="Do not write transcripts (sessions cannot be loaded then)."),
     ] = False,
+    otel: OtelOption = False,
 ) -> None:
     """Speak the Agent Client Protocol on stdio, for editors such as Zed (a team's members are modes).
 
@@ -57,6 +59,7 @@ def acp(
     settings = RuntimeSettings.from_environment(model_override=model)
     if no_transcripts:
         settings = dataclasses.replace(settings, write_transcript=False)
+    start_telemetry(otel)
     protocol = protocol_stdout()
     server = RunnerAgent(members, default=agent or next(iter(members)), settings=settings)
     asyncio.run(serve_stdio(server, protocol_fd=protocol))

@@ -9,6 +9,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, VarOption, app
 from runner.cli.common import at_rev, handles_errors, parse_vars
+from runner.cli.otel_switch import OtelOption
 
 __all__ = ["batch"]
 
@@ -75,13 +76,7 @@ def batch(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow tools that ask for confirmation.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
-    otel: Annotated[
-        bool,
-        typer.Option(
-            "--otel",
-            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
-        ),
-    ] = False,
+    otel: OtelOption = False,
     rev: RevOption = None,
     html: Annotated[
         Path | None,

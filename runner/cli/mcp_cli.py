@@ -8,6 +8,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, app
 from runner.cli.common import handles_errors
+from runner.cli.otel_switch import OtelOption
 
 __all__ = ["mcp"]
 
@@ -32,11 +33,15 @@ def mcp(
             "--no-transcripts", help="Do not write a transcript per call (session_id cannot continue)."
         ),
     ] = False,
+    otel: OtelOption = False,
 ) -> None:
     """Serve agents as MCP tools over stdio (Claude Desktop, Claude Code, Codex, Cursor, ...).
 
     Example config: {"command": "runner", "args": ["mcp", "agents/"]}
     """
+    from runner.cli.otel_switch import start_telemetry
+
+    start_telemetry(otel)
     from runner.cli.mcp_cmd import run_mcp
 
     raise typer.Exit(run_mcp(paths or [], watch=watch, transcripts=not no_transcripts))

@@ -1,8 +1,22 @@
-"""``--otel`` of ``runner run``, ``serve`` and ``batch``: the flag, or ``RUNNER_OTEL`` (also in ``.env``)."""
+"""``--otel`` of ``runner run``, ``serve``, ``batch``, ``mcp`` and ``acp``: the flag, or ``RUNNER_OTEL``
+(also in ``.env``)."""
 
 from __future__ import annotations
 
-__all__ = ["start_telemetry"]
+from typing import Annotated
+
+import typer
+
+__all__ = ["OtelOption", "start_telemetry"]
+
+#: The ``--otel`` option of every command that runs agents.
+OtelOption = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
+    ),
+]
 
 
 def start_telemetry(flag: bool) -> bool:

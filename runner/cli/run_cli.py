@@ -13,6 +13,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, VarOption, app
 from runner.cli.common import at_rev, handles_errors, parse_vars
+from runner.cli.otel_switch import OtelOption
 from runner.errors import ConfigError
 
 __all__ = ["resume", "run", "sessions", "test_command"]
@@ -60,13 +61,7 @@ def run(
         bool,
         typer.Option("--replay-loose", help="With --replay: warn on a changed request instead of failing."),
     ] = False,
-    otel: Annotated[
-        bool,
-        typer.Option(
-            "--otel",
-            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
-        ),
-    ] = False,
+    otel: OtelOption = False,
     rev: RevOption = None,
 ) -> None:
     """Run an agent on prompts (-p), interactively (-i), or both.

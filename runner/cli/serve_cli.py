@@ -8,6 +8,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, app
 from runner.cli.common import at_rev, handles_errors
+from runner.cli.otel_switch import OtelOption
 
 __all__ = ["serve"]
 
@@ -52,13 +53,7 @@ def serve(
             "(for clients that do not render them; RUNNER_SERVE_TOOL_DETAILS=false).",
         ),
     ] = False,
-    otel: Annotated[
-        bool,
-        typer.Option(
-            "--otel",
-            help="Export traces and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, ...; RUNNER_OTEL).",
-        ),
-    ] = False,
+    otel: OtelOption = False,
     rev: RevOption = None,
 ) -> None:
     """Serve agents as models behind an OpenAI-compatible API (Open WebUI, the openai SDK, ...).

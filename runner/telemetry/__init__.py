@@ -469,7 +469,7 @@ def trace_headers() -> dict[str, str]:
 
 @contextmanager
 def continue_trace(carrier: Mapping[str, Any] | None) -> Iterator[None]:
-    """Run the block as part of the trace ``carrier`` names (headers, MCP ``_meta``, A2A metadata).
+    """Run the block as part of the trace ``carrier`` names (headers, an MCP or ACP ``_meta``).
 
     A malformed or missing ``traceparent`` is ignored: what runs starts a trace of its own. The
     door helper: ``with telemetry.continue_trace(request.headers): await runner.run(...)``.

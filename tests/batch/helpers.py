@@ -58,3 +58,15 @@ def write_inputs(path: Path, lines: list[Any]) -> Path:
 
 def read_out(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def check_batch_trace(spans: list[Any], items: int) -> None:
+    """A batch's spans as a receiver got them: one ``batch`` span, ``items`` ``batch_item`` spans in
+    its trace beneath it, and each item's ``invoke_agent`` beneath its item."""
+    batch = next(s for s in spans if s.name.startswith("batch "))
+    lines = [s for s in spans if s.name.startswith("batch_item ")]
+    assert len(lines) == items, [s.name for s in spans]
+    assert {s.trace_id for s in lines} == {batch.trace_id}
+    assert {s.parent_span_id for s in lines} == {batch.span_id}
+    agents = [s for s in spans if s.name.startswith("invoke_agent ")]
+    assert len(agents) == items and {s.parent_span_id for s in agents} == {s.span_id for s in lines}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.batch.conftest import RayCluster
-from tests.batch.helpers import adder, make_agent, write_inputs
+from tests.batch.helpers import adder, check_batch_trace, make_agent, write_inputs
 from tests.cli_run.conftest import Cli
 from tests.telemetry.receiver import otlp_receiver
 
@@ -34,10 +34,5 @@ def test_ray_workers_continue_the_drivers_trace(
             extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        batch = next(s for s in receiver.spans if s.name.startswith("batch "))
-        items = [s for s in receiver.spans if s.name.startswith("batch_item ")]
-    assert len(items) == 2, receiver.names()
-    assert {s.trace_id for s in items} == {batch.trace_id}
-    assert {s.parent_span_id for s in items} == {batch.span_id}
-    agents = [s for s in receiver.spans if s.name.startswith("invoke_agent ")]
-    assert len(agents) == 2 and {s.parent_span_id for s in agents} == {s.span_id for s in items}
+        spans = list(receiver.spans)
+    check_batch_trace(spans, 2)

@@ -22,6 +22,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
+import runner.telemetry as telemetry
 from runner.serve.mcp.calls import CallAnswer, McpCalls, UnknownTool
 from runner.serve.mcp.changes import ToolListChanges
 from runner.serve.mcp.tools import ToolShape
@@ -158,7 +159,10 @@ def build_server(
             if hangup is not None:
                 hangup.watch(scope)
             try:
-                answer = await calls.call(params.name, params.arguments, key=key_of(ctx), progress=progress)
+                with telemetry.continue_trace(params.meta):  # a ``traceparent`` in ``_meta`` parents the run
+                    answer = await calls.call(
+                        params.name, params.arguments, key=key_of(ctx), progress=progress
+                    )
             except UnknownTool as exc:
                 raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         if answer is None:  # the client hung up: nobody reads this
