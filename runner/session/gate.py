@@ -244,7 +244,8 @@ class ToolGate:
     async def run(self, call: ToolCall, step: StepCalls) -> GateResult:
         """Run one call through the gate; its result (never an exception but cancellation)."""
         passage = _Call(self.parts, call, step)
-        with telemetry.tool(call.name, call_id=call.id, agent_name=self.parts.context.agent) as scope:
+        agent = self.parts.context.agent
+        with telemetry.tool(call.name, call_id=call.id, agent_name=agent, step=step.number) as scope:
             result = await execute_one(
                 call,
                 self.parts.registry,

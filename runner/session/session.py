@@ -96,6 +96,7 @@ class Session(SessionState):
         self._started = False
         self._closed = False
         self._dropped = 0
+        self._next_turn_events = []
         self._stopped = False  # a hook stopped the run of queued inputs (this run)
         #: The tools the model called, in order (each run's share is its ``RunResult.tools``).
         self._calls: list[str] = []
@@ -252,6 +253,7 @@ class Session(SessionState):
         conversation = self.conversation
         if text is not None or conversation.turn == 0:
             conversation.turn += 1
+        self._count_next_turn_events()
         self._record_config()
         conversation.event(
             "turn",
@@ -431,7 +433,7 @@ class Session(SessionState):
             await runtime.aclose()
             raise
         await self.host.install(config, runtime)
-        self.record_event("reload", changes=runtime.changes, applies="next turn")
+        self.record_for_next_turn("reload", changes=runtime.changes, applies="next turn")
         return runtime.changes
 
     async def move_to(self, host: RuntimeHost) -> None:

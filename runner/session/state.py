@@ -55,6 +55,7 @@ class SessionState:
     _request_params: dict[str, Any]
     _client_tools: list[dict[str, Any]]
     _client_names: frozenset[str]
+    _next_turn_events: list[tuple[str, dict[str, Any]]]
 
     # ----------------------------------------------------------------- read-only state
 
@@ -236,7 +237,20 @@ class SessionState:
         """Write an event record to the transcript (the ones a trace shows, on the current span too)."""
         self.conversation.event(name, **data)
         if name in _TRACED and telemetry.active():
-            telemetry.count(f"runner.{name}", {f"runner.{k}": v for k, v in data.items() if _plain(v)})
+            telemetry.count(f"runner.{name}", _attributes(data))
+
+    def record_for_next_turn(self, name: str, **data: Any) -> None:
+        """Write an event of what applies from the next turn on (a reload) to the transcript now;
+        a trace shows it on the span of the run that next starts a turn (between runs, no span is
+        current to hold it)."""
+        self.conversation.event(name, **data)
+        if telemetry.active():
+            self._next_turn_events.append((f"runner.{name}", _attributes(data)))
+
+    def _count_next_turn_events(self) -> None:
+        """The events kept for this turn (``record_for_next_turn``), on the current span now."""
+        while self._next_turn_events:
+            telemetry.count(*self._next_turn_events.pop(0))
 
     def _span_fields(self) -> dict[str, Any]:
         """What the ``invoke_agent`` span says of a run: agent, conversation, model, file, revision."""
@@ -293,6 +307,11 @@ class SessionState:
 
 #: The transcript events that are span events as well.
 _TRACED = frozenset({"reload", "limit", "hook", "interrupt", "queue_drop", "compress", "model"})
+
+
+def _attributes(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's data as span attributes: ``runner.``-named, plain values only."""
+    return {f"runner.{k}": v for k, v in data.items() if _plain(v)}
 
 
 def _plain(value: object) -> bool:

@@ -329,7 +329,9 @@ class Turn:
         streamed: list[str],
     ) -> Reply:
         request = self._request()
-        with telemetry.chat(request.model, stream=request.stream, params=request.params) as scope:
+        with telemetry.chat(
+            request.model, stream=request.stream, params=request.params, step=self.steps or None
+        ) as scope:
             scope.content("gen_ai.input.messages", lambda: request.messages)
             reply = await self._call_model(request, reader, started, streamed, scope)
             scope.reply(reply)

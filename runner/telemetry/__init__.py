@@ -347,8 +347,10 @@ def agent(
     return scope
 
 
-def chat(model: str, *, stream: bool, params: Mapping[str, Any] | None = None) -> Scope | Noop:
-    """``chat {model}``: one model call of a step."""
+def chat(
+    model: str, *, stream: bool, params: Mapping[str, Any] | None = None, step: int | None = None
+) -> Scope | Noop:
+    """``chat {model}``: one model call of a step (``step``: the loop's, from 1 in each turn)."""
     if not _active:
         return NOOP
     current = _agent.get()
@@ -358,6 +360,7 @@ def chat(model: str, *, stream: bool, params: Mapping[str, Any] | None = None) -
         "gen_ai.request.model": model,
         "gen_ai.request.stream": stream,
         "gen_ai.agent.name": current[1] if current is not None else None,
+        "runner.step": step,
     }
     if params:
         for key in ("temperature", "max_tokens", "top_p", "seed"):
@@ -367,8 +370,10 @@ def chat(model: str, *, stream: bool, params: Mapping[str, Any] | None = None) -
     return Scope("chat", f"chat {model}", attributes)
 
 
-def tool(name: str, *, call_id: str, agent_name: str, tool_type: str = "function") -> Scope | Noop:
-    """``execute_tool {name}``: one call through the gate."""
+def tool(
+    name: str, *, call_id: str, agent_name: str, tool_type: str = "function", step: int | None = None
+) -> Scope | Noop:
+    """``execute_tool {name}``: one call through the gate (``step``: the loop step that called it)."""
     if not _active:
         return NOOP
     return Scope(
@@ -380,6 +385,7 @@ def tool(name: str, *, call_id: str, agent_name: str, tool_type: str = "function
             "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": tool_type,
             "gen_ai.agent.name": agent_name,
+            "runner.step": step,
         },
     )
 

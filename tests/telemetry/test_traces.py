@@ -48,6 +48,7 @@ async def test_a_run_is_an_invoke_agent_span_with_its_chat_and_tool_spans(
     assert a["gen_ai.conversation.id"] == run.session.session_id
     assert a["gen_ai.provider.name"] == "openai"
     assert a["runner.agent.path"] == str(path)
+    assert len(str(a["runner.agent.revision"])) == 16  # outside git: the configuration's hash
     # every span of the run is in the agent's trace, under its span
     assert {s.context.trace_id for s in traces.spans} == {agent.context.trace_id}
     assert all(c.parent is not None and c.parent.span_id == agent.context.span_id for c in chats)
@@ -58,11 +59,13 @@ async def test_a_run_is_an_invoke_agent_span_with_its_chat_and_tool_spans(
     assert last["gen_ai.response.model"] == "scripted-1"
     assert last["gen_ai.response.finish_reasons"] == ("stop",)
     assert (last["gen_ai.usage.input_tokens"], last["gen_ai.usage.output_tokens"]) == (12, 4)
+    assert [c.attributes["runner.step"] for c in chats] == [1, 2]  # the loop's step of each call
     t = tool.attributes
     assert t["gen_ai.operation.name"] == "execute_tool"
     assert t["gen_ai.tool.name"] == "lookup"
     assert t["gen_ai.tool.type"] == "function"
     assert t["gen_ai.agent.name"] == "weather"
+    assert t["runner.step"] == 1
     assert str(t["gen_ai.tool.call.id"]).startswith("call")
     assert "gen_ai.tool.call.arguments" not in t  # content only when the user opts in
     assert "gen_ai.input.messages" not in last
