@@ -33,7 +33,9 @@ async def test_a_limit_reached_is_an_event_on_the_agents_span(tmp_path: Path, tr
     assert "max_steps" in str(limit.attributes["runner.note"])
 
 
-async def test_a_reload_between_runs_is_an_event_on_the_next_runs_span(tmp_path: Path, traces: Traces) -> None:
+async def test_a_reload_between_runs_is_an_event_on_the_next_runs_span(
+    tmp_path: Path, traces: Traces
+) -> None:
     await two_turns_with_a_reload_between(write(tmp_path / "a"), tmp_path / "home")
     first, second = sorted(traces.named("invoke_agent calc"), key=lambda s: s.start_time or 0)
     assert not [e for e in first.events if e.name == "runner.reload"]

@@ -188,3 +188,40 @@ def test_a_rate_limited_model_call_is_counted_as_a_retry_and_a_wait(
     assert _value(samples, "runner_model_retries_total", model=model_id, kind="rate_limit") == 1
     assert _value(samples, "runner_rate_limit_waits_total", model=model_id) == 1
     assert _value(samples, "runner_model_calls_total", agent="hello", model=model_id, outcome="ok") == 1
+
+
+def _agent_file(path: Path, name: str, model_id: str, base_url: str) -> Path:
+    path.write_text(
+        f"version: 1\nname: {name}\nmodel:\n  id: {model_id}\n  api_base: {base_url}\n"
+        "  api_key: ${SCRIPTED_API_KEY:-sk-test}\n  retries: 0\n"
+    )
+    return path
+
+
+def test_a_priced_call_counts_its_cost_and_a_failed_one_its_error_kind(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    priced = [
+        {"content": "Hi", "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+    ]
+    with ScriptedServer(priced) as up, ScriptedServer([{"status": 503, "error": "down"}]) as down:
+        cheap = _agent_file(tmp_path / "cheap.yaml", "cheap", "openai/gpt-4o-mini", up.base_url)
+        broken = _agent_file(tmp_path / "broken.yaml", "broken", "openai/scripted", down.base_url)
+        served = serve([cheap, broken])
+        with served.http() as http:
+            for name in ("cheap", "broken"):
+                http.post(
+                    "/v1/chat/completions",
+                    json={"model": name, "messages": [{"role": "user", "content": "hi"}]},
+                )
+            samples = _samples(http.get("/metrics").text)
+    assert _value(samples, "runner_cost_usd_total", agent="cheap", model="openai/gpt-4o-mini") > 0
+    assert _value(samples, "runner_model_errors_total", model="openai/scripted", kind="server") == 1
+    assert (
+        _value(samples, "runner_model_calls_total", agent="broken", model="openai/scripted", outcome="error")
+        == 1
+    )
+    assert (
+        _value(samples, "runner_model_calls_total", agent="cheap", model="openai/gpt-4o-mini", outcome="ok")
+        == 1
+    )
