@@ -121,18 +121,21 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "body"),
+    [
+        ("/v1/chat/completions", {"model": "hello", "messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/responses", {"model": "hello", "input": "hi"}),
+    ],
+)
 def test_an_incoming_traceparent_parents_the_run_and_reaches_the_model_server(
-    tmp_path: Path, serve: Callable[..., Served], traces: Traces
+    tmp_path: Path, serve: Callable[..., Served], traces: Traces, endpoint: str, body: dict[str, Any]
 ) -> None:
     with ScriptedServer([{"content": "Hi"}]) as model:
         agent = AgentFiles(tmp_path).write("hello", model)
         served = serve([agent])
         with served.http() as http:
-            answer = http.post(
-                "/v1/chat/completions",
-                json={"model": "hello", "messages": [{"role": "user", "content": "hi"}]},
-                headers={"traceparent": f"00-{TRACE}-{PARENT}-01"},
-            )
+            answer = http.post(endpoint, json=body, headers={"traceparent": f"00-{TRACE}-{PARENT}-01"})
         assert answer.status_code == 200
         outgoing = model.headers[0].get("traceparent", "")
     agent_span = traces.one("invoke_agent hello")
