@@ -1,6 +1,7 @@
 """Trace context into the MCP door: a W3C ``traceparent`` in a ``tools/call``'s ``_meta`` parents the
 run's spans, over HTTP (``runner serve``, the in-memory exporter) and over stdio (``runner mcp
---otel``, a real OTLP receiver); a malformed one starts a trace of its own."""
+--otel``, a real OTLP receiver); on HTTP a ``traceparent`` header alone does too; a malformed one
+starts a trace of its own."""
 
 from __future__ import annotations
 
@@ -41,6 +42,28 @@ async def test_a_traceparent_in_meta_parents_the_run_over_http(
     assert agent.parent is not None and f"{agent.parent.span_id:016x}" == PARENT
     assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
     assert model.headers[-1]["traceparent"] == f"00-{TRACE}-{chat.context.span_id:016x}-01"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_traceparent_header_alone_parents_the_run_on_mcp(
+    mode: str,
+    agents: Agents,
+    scripted_server: Callable[..., Any],
+    serve: Callable[..., Any],
+    traces: Traces,  # noqa: F811
+) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    agents.write("helper", scripted_server(echo, repeat=True))
+    served = serve([agents.root])
+    http = httpx2.AsyncClient(headers={"traceparent": f"00-{TRACE}-{PARENT}-01"}, timeout=60)
+    async with Client(streamable_http_client(served.mcp_url, http_client=http), mode=mode) as client:
+        result = await client.call_tool("helper", {"message": "hi"})
+    assert not result.is_error, result.content
+    agent = traces.one("invoke_agent helper")
+    assert f"{agent.context.trace_id:032x}" == TRACE
+    assert agent.parent is not None and f"{agent.parent.span_id:016x}" == PARENT
 
 
 async def test_a_malformed_traceparent_in_meta_starts_a_trace_of_its_own(
