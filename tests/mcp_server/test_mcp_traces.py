@@ -20,6 +20,14 @@ TRACE = "0af7651916cd43dd8448eb211c80319c"
 PARENT = "b7ad6b7169203331"
 
 
+def _in_the_callers_trace(recorded: Traces) -> Any:
+    """The run's ``invoke_agent`` span, checked to be the caller's span's child."""
+    agent = recorded.one("invoke_agent helper")
+    assert f"{agent.context.trace_id:032x}" == TRACE
+    assert agent.parent is not None and f"{agent.parent.span_id:016x}" == PARENT
+    return agent
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_traceparent_in_meta_parents_the_run_over_http(
     mode: str,
@@ -36,10 +44,8 @@ async def test_a_traceparent_in_meta_parents_the_run_over_http(
             "helper", {"message": "hi"}, meta={"traceparent": f"00-{TRACE}-{PARENT}-01"}
         )
     assert not result.is_error, result.content
-    agent = traces.one("invoke_agent helper")
+    agent = _in_the_callers_trace(traces)
     chat = traces.one("chat openai/scripted")
-    assert f"{agent.context.trace_id:032x}" == TRACE
-    assert agent.parent is not None and f"{agent.parent.span_id:016x}" == PARENT
     assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
     assert model.headers[-1]["traceparent"] == f"00-{TRACE}-{chat.context.span_id:016x}-01"
 
@@ -61,9 +67,7 @@ async def test_a_traceparent_header_alone_parents_the_run_on_mcp(
     async with Client(streamable_http_client(served.mcp_url, http_client=http), mode=mode) as client:
         result = await client.call_tool("helper", {"message": "hi"})
     assert not result.is_error, result.content
-    agent = traces.one("invoke_agent helper")
-    assert f"{agent.context.trace_id:032x}" == TRACE
-    assert agent.parent is not None and f"{agent.parent.span_id:016x}" == PARENT
+    _in_the_callers_trace(traces)
 
 
 async def test_a_malformed_traceparent_in_meta_starts_a_trace_of_its_own(
