@@ -302,12 +302,8 @@ class Tracing:
         one answer); anything else goes through the configured propagator."""
         current = otel_context.get_current()
         if propagate.get_global_textmap() is self._w3c and not current.get(BAGGAGE_KEY):
-            span: Any = current.get(SPAN_KEY)
-            if type(span) is self.spans.made:  # the runner's own (valid)
-                context: trace.SpanContext = span.context
-            else:
-                context = trace.get_current_span(current).get_span_context()
-            if context.is_valid:
+            context = self.spans.span_context_in(current)
+            if context is not None:
                 ids = f"{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
                 carrier["traceparent"] = f"00-{ids}"
                 if context.trace_state:

@@ -124,14 +124,7 @@ class Spans:
         runs; not copied)."""
         if parent is None:
             parent = otel_context.get_current()
-        over = parent.get(SPAN_KEY)
-        above: SpanContext | None
-        if type(over) is self.made:  # the runner's own (valid): its context as it is
-            above = over._context
-        else:  # none, or another's: as the API reads it
-            above = trace.get_current_span(parent).get_span_context()
-            if not above.is_valid:
-                above = None
+        above = self.span_context_in(parent)
         flags: int
         if above is not None:
             trace_id, flags = above.trace_id, above.trace_flags
@@ -157,6 +150,15 @@ class Spans:
         if first:
             span._first = first
         return span
+
+    def span_context_in(self, context: Context) -> SpanContext | None:
+        """The context of ``context``'s span; None when it has none that is valid. The runner's own
+        span (always valid) is read with one lookup, any other as the API reads it."""
+        span = context.get(SPAN_KEY)
+        if type(span) is self.made:
+            return span.context
+        found = trace.get_current_span(context).get_span_context()
+        return found if found.is_valid else None
 
     def visible(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """``attributes`` as a span shows them: without ``None`` values and the hidden keys."""
