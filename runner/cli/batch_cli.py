@@ -9,7 +9,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, VarOption, app
 from runner.cli.common import at_rev, handles_errors, parse_vars
-from runner.cli.otel_switch import OtelOption
+from runner.cli.otel_switch import OtelOption, start_telemetry
 
 __all__ = ["batch"]
 
@@ -91,8 +91,6 @@ def batch(
 
     Example: runner batch agent.yaml tickets.jsonl -o answers.jsonl --concurrency 16 --max-cost-usd 5
     """
-    from runner.cli.otel_switch import start_telemetry
-
     start_telemetry(otel)
     from runner.batch import BatchLimits
     from runner.cli.batch_cmd import BatchCommand, run_batch_command

@@ -8,7 +8,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, app
 from runner.cli.common import handles_errors
-from runner.cli.otel_switch import OtelOption
+from runner.cli.otel_switch import OtelOption, start_telemetry
 
 __all__ = ["mcp"]
 
@@ -39,8 +39,6 @@ def mcp(
 
     Example config: {"command": "runner", "args": ["mcp", "agents/"]}
     """
-    from runner.cli.otel_switch import start_telemetry
-
     start_telemetry(otel)
     from runner.cli.mcp_cmd import run_mcp
 

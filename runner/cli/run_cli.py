@@ -13,7 +13,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, VarOption, app
 from runner.cli.common import at_rev, handles_errors, parse_vars
-from runner.cli.otel_switch import OtelOption
+from runner.cli.otel_switch import OtelOption, start_telemetry
 from runner.errors import ConfigError
 
 __all__ = ["resume", "run", "sessions", "test_command"]
@@ -72,8 +72,6 @@ def run(
         raise ConfigError("--record and --replay cannot be used together")
     if replay_loose and replay is None:
         raise ConfigError("--replay-loose only changes --replay: give --replay FILE too")
-    from runner.cli.otel_switch import start_telemetry
-
     start_telemetry(otel)
     from runner.cli.commands import run_agent
 

@@ -8,7 +8,7 @@ import typer
 
 from runner.cli.app import TEXT_ARG, RevOption, app
 from runner.cli.common import at_rev, handles_errors
-from runner.cli.otel_switch import OtelOption
+from runner.cli.otel_switch import OtelOption, start_telemetry
 
 __all__ = ["serve"]
 
@@ -60,8 +60,6 @@ def serve(
 
     Example: runner serve agents/ --port 8000 --watch
     """
-    from runner.cli.otel_switch import start_telemetry
-
     start_telemetry(otel)
     from runner.cli.serve_cmd import run_serve
 
