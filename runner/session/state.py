@@ -306,7 +306,7 @@ class SessionState:
 
 
 #: The transcript events that are span events as well.
-_TRACED = frozenset({"reload", "limit", "hook", "interrupt", "queue_drop", "compress", "model"})
+_TRACED = frozenset({"limit", "hook", "interrupt", "queue_drop", "compress", "model"})
 
 
 def _attributes(data: dict[str, Any]) -> dict[str, Any]:
